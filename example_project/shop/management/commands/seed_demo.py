@@ -1,0 +1,86 @@
+"""``manage.py seed_demo --json``: tenants, reviewers and pending refund pauses.
+
+Creates tenants ``acme`` and ``globex``; users ``admin`` (superuser), ``alice``
+(reviewer of acme) and ``bob`` (reviewer of globex), each with a password and a
+DRF token; and pending approval pauses from the refund agent (``--pauses N``
+in acme, one in globex). The agent's first turn runs in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.management.base import BaseCommand
+from rest_framework.authtoken.models import Token
+
+from example_project.shop.models import Membership, Tenant
+from symfonic_django.models import Pause, PauseStatus
+from symfonic_django.pauses import token_for
+from symfonic_django.runner import execute_run, start_run
+
+USERS = {
+    "admin": {"password": "admin-demo-pw", "tenant": None, "superuser": True},
+    "alice": {"password": "alice-demo-pw", "tenant": "acme", "superuser": False},
+    "bob": {"password": "bob-demo-pw", "tenant": "globex", "superuser": False},
+}
+TENANTS = {"acme": "Acme Corp", "globex": "Globex Inc"}
+
+
+def seed_users() -> dict[str, dict[str, str]]:
+    User = get_user_model()
+    tenants = {slug: Tenant.objects.get_or_create(slug=slug, defaults={"name": name})[0]
+               for slug, name in TENANTS.items()}
+    answer = Permission.objects.get(codename="answer_pause")
+    view_perms = Permission.objects.filter(
+        content_type__app_label="symfonic_django", codename__startswith="view_")
+    out = {}
+    for name, spec in USERS.items():
+        user, _ = User.objects.get_or_create(username=name)
+        user.is_staff = True
+        user.is_superuser = spec["superuser"]
+        user.set_password(spec["password"])
+        user.save()
+        user.user_permissions.add(answer, *view_perms)
+        if spec["tenant"]:
+            Membership.objects.get_or_create(user=user, tenant=tenants[spec["tenant"]])
+        token, _ = Token.objects.get_or_create(user=user)
+        out[name] = {"password": spec["password"], "token": token.key}
+    return out
+
+
+def seed_pause(tenant: Tenant, rng: random.Random) -> dict[str, str]:
+    order = f"{tenant.slug.upper()}-{rng.randint(1000, 9999)}"
+    run = start_run("refund", {"order_id": order, "amount": rng.choice([12.5, 40, 99.99])},
+                    scope=tenant, dispatch=False)
+    execute_run(run.pk)
+    pause = Pause.objects.get(run=run, status=PauseStatus.PENDING)
+    return {"id": str(pause.pk), "token": token_for(pause), "tenant": tenant.slug,
+            "run_id": str(run.pk)}
+
+
+class Command(BaseCommand):
+    help = "Create demo tenants, users and pending refund approvals."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--pauses", type=int, default=3, help="pending pauses in acme")
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    def handle(self, *args, pauses: int, json: bool, **options):
+        users = seed_users()
+        rng = random.Random()
+        acme, globex = Tenant.objects.get(slug="acme"), Tenant.objects.get(slug="globex")
+        seeded = [seed_pause(acme, rng) for _ in range(pauses)] + [seed_pause(globex, rng)]
+        result = {"users": users, "pauses": seeded}
+        if json:
+            self.stdout.write(_json.dumps(result))
+        else:
+            for name, creds in users.items():
+                self.stdout.write(f"user {name} / {creds['password']}  token {creds['token']}")
+            for p in seeded:
+                self.stdout.write(f"pending pause {p['id']} ({p['tenant']})")
+
+
+_json = json

@@ -1,0 +1,29 @@
+"""The example's scope routes (SYMFONIC settings): tenants are scopes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from symfonic_django.scopes import ALL_SCOPES
+
+from .models import Membership, Tenant
+
+
+def tenant_key(scope: Any) -> str:
+    return scope.slug if isinstance(scope, Tenant) else str(scope)
+
+
+def load_tenant(key: str) -> Tenant | None:
+    return Tenant.objects.filter(slug=key).first()
+
+
+def reviewer_scopes(user: Any) -> Any:
+    if user.is_superuser:
+        return ALL_SCOPES
+    return list(Membership.objects.filter(user=user).values_list("tenant__slug", flat=True))
+
+
+def request_tenant(request: Any) -> Tenant | None:
+    """The tenant a run started over HTTP belongs to: the caller's first membership."""
+    membership = Membership.objects.filter(user=request.user).select_related("tenant").first()
+    return membership.tenant if membership else None

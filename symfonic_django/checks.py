@@ -1,0 +1,118 @@
+"""System checks: a misconfiguration is an Error at startup, never silent (rule C12).
+
+Stable ids, each with a hint:
+
+- ``symfonic_django.E001`` unknown key in ``SYMFONIC`` (accepted-but-inert)
+- ``symfonic_django.E002`` a dotted path that does not import
+- ``symfonic_django.E003`` a value of the wrong type or out of range
+- ``symfonic_django.E004`` a Celery task of this app without acks_late / reject_on_worker_lost
+- ``symfonic_django.W001`` the in-memory channel layer with a worker in another process
+- ``symfonic_django.W002`` SQLite as the database of a deployment (``check --deploy``)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.checks import Error, Tags, Warning, register
+from django.utils.module_loading import import_string
+
+from .conf import DEFAULTS, IMPORT_STRINGS, ON_EXPIRE_CHOICES, SETTING_NAME
+
+#: Keys older hosts accepted and ignored; named so the error can say what replaced them.
+LEGACY_KEYS = {
+    "CHECKPOINT_PATH": "scope resolution is the explicit SCOPE_FOR_CLAIMS route",
+    "SQLITE_CHECKPOINT_PATH": "scope resolution is the explicit SCOPE_FOR_CLAIMS route",
+}
+
+_POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES")
+
+
+def _user_settings() -> Any:
+    return getattr(django_settings, SETTING_NAME, {})
+
+
+@register(Tags.compatibility)
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    errors: list[Error] = []
+    user = _user_settings()
+    if not isinstance(user, dict):
+        return [Error("SYMFONIC must be a dict.", hint="Set SYMFONIC = {...} in settings.",
+                      id="symfonic_django.E003")]
+    for key in sorted(set(user) - set(DEFAULTS)):
+        hint = LEGACY_KEYS.get(key, f"Known keys: {', '.join(sorted(DEFAULTS))}.")
+        errors.append(Error(f"SYMFONIC[{key!r}] is not a setting of symfonic_django; it would be "
+                            "accepted and do nothing.", hint=hint, id="symfonic_django.E001"))
+    paths = {k: user[k] for k in IMPORT_STRINGS if isinstance(user.get(k), str)}
+    agents = user.get("AGENTS", {})
+    if not isinstance(agents, dict):
+        errors.append(Error("SYMFONIC['AGENTS'] must map agent names to dotted paths.",
+                            hint="For example {'refund': 'myapp.agents.refund_agent'}.",
+                            id="symfonic_django.E003"))
+    else:
+        paths.update({f"AGENTS[{n!r}]": p for n, p in agents.items() if isinstance(p, str)})
+    for name, path in sorted(paths.items()):
+        try:
+            import_string(path)
+        except ImportError as exc:
+            errors.append(Error(f"SYMFONIC[{name}] = {path!r} cannot be imported: {exc}",
+                                hint="Give the dotted path of a callable.",
+                                id="symfonic_django.E002"))
+    for key in _POSITIVE_INTS:
+        value = user.get(key, DEFAULTS[key])
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            errors.append(Error(f"SYMFONIC[{key!r}] must be a positive integer, not {value!r}.",
+                                hint=f"The default is {DEFAULTS[key]}.",
+                                id="symfonic_django.E003"))
+    on_expire = user.get("ON_EXPIRE", DEFAULTS["ON_EXPIRE"])
+    if on_expire not in ON_EXPIRE_CHOICES:
+        errors.append(Error(f"SYMFONIC['ON_EXPIRE'] must be one of {ON_EXPIRE_CHOICES}, "
+                            f"not {on_expire!r}.", hint="'fail' is the default.",
+                            id="symfonic_django.E003"))
+    return errors
+
+
+@register(Tags.compatibility)
+def check_celery(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from celery import current_app
+
+    from . import tasks  # noqa: F401  (registers the tasks on the current app)
+
+    errors = []
+    for name in ("symfonic_django.start_run", "symfonic_django.run_continuation"):
+        task = current_app.tasks.get(name)
+        if task is None:
+            continue
+        if not task.acks_late or not task.reject_on_worker_lost:
+            errors.append(Error(
+                f"Celery task {name} runs without acks_late and reject_on_worker_lost; a worker "
+                "that dies mid-turn would lose the continuation.",
+                hint="Do not override acks_late / reject_on_worker_lost for symfonic_django tasks "
+                     "(task_annotations).", id="symfonic_django.E004"))
+    return errors
+
+
+@register(Tags.compatibility)
+def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    layers = getattr(django_settings, "CHANNEL_LAYERS", {}) or {}
+    backend = (layers.get("default") or {}).get("BACKEND", "")
+    broker = getattr(django_settings, "CELERY_BROKER_URL", "") or ""
+    if backend.endswith("InMemoryChannelLayer") and broker and not broker.startswith("memory"):
+        return [Warning(
+            "The in-memory channel layer does not cross processes, but Celery workers run in "
+            "other processes: watchers will see events only through the polling fallback.",
+            hint="Use channels_redis.core.RedisChannelLayer in a multi-process deployment.",
+            id="symfonic_django.W001")]
+    return []
+
+
+@register(Tags.database, deploy=True)
+def check_sqlite_in_production(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    engine = django_settings.DATABASES.get("default", {}).get("ENGINE", "")
+    if engine.endswith("sqlite3"):
+        return [Warning(
+            "SQLite has no row locks: claims stay single-winner, but concurrent reviewers and "
+            "workers serialize on one database lock.",
+            hint="Deploy on PostgreSQL.", id="symfonic_django.W002")]
+    return []

@@ -1,0 +1,96 @@
+"""The ``SYMFONIC`` settings dict, read through one lazy, validated object.
+
+Modelled on DRF's ``api_settings``: defaults in one place, dotted paths
+imported once and cached, unknown keys refused (by a system check, see
+``checks.py``), and a reload on ``setting_changed`` so ``override_settings``
+works in tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
+
+SETTING_NAME = "SYMFONIC"
+
+DEFAULTS: dict[str, Any] = {
+    # name -> dotted path of ``agent_for(scope) -> Agent`` (sync or async).
+    "AGENTS": {},
+    # ``scope -> str``: the durable key stored on runs and pauses.
+    "SCOPE_KEY": "symfonic_django.scopes.default_scope_key",
+    # ``key -> scope | None``: turns a stored key back into the deployment's scope.
+    "SCOPE_LOADER": "symfonic_django.scopes.default_scope_loader",
+    # ``PauseClaims -> scope | None``: the explicit token-to-scope route (C12).
+    "SCOPE_FOR_CLAIMS": "symfonic_django.scopes.scope_for_claims",
+    # ``user -> iterable of scope keys | ALL_SCOPES``: what a reviewer may see.
+    "REVIEWER_SCOPES": "symfonic_django.scopes.superusers_see_all",
+    # ``request -> scope | None``: the scope a new run started over HTTP belongs to.
+    "REQUEST_SCOPE": None,
+    # ``async (scope, session_id, thread_id, resuming) -> None``; raises to refuse.
+    "OWNER_GUARD": None,
+    # ``(scope, claims) -> AdmittedPlan | None``; None refuses the resume.
+    "ADMISSION": None,
+    "TOKEN_MAX_AGE": 24 * 3600,
+    "LEASE_SECONDS": 60,
+    "MAX_ANSWER_BYTES": 64 * 1024,
+    # "fail": an expired pause fails the paused run; "resume": it resumes with a timeout answer.
+    "ON_EXPIRE": "fail",
+}
+
+IMPORT_STRINGS = frozenset(
+    {"SCOPE_KEY", "SCOPE_LOADER", "SCOPE_FOR_CLAIMS", "REVIEWER_SCOPES",
+     "REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION"}
+)
+ON_EXPIRE_CHOICES = ("fail", "resume")
+
+
+class SymfonicSettings:
+    """Attribute access to ``settings.SYMFONIC`` with defaults and imports."""
+
+    def __init__(self) -> None:
+        self._cached: dict[str, Any] = {}
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        value = getattr(django_settings, SETTING_NAME, None) or {}
+        return dict(value)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid symfonic_django setting: {name!r}")
+        if name in self._cached:
+            return self._cached[name]
+        value = self.user_settings.get(name, DEFAULTS[name])
+        if name in IMPORT_STRINGS and isinstance(value, str):
+            value = import_string(value)
+        self._cached[name] = value
+        return value
+
+    def agent_factory(self, name: str) -> Any:
+        """The ``agent_for(scope)`` callable registered as ``name``, imported once."""
+        from .exceptions import UnknownAgent
+
+        key = f"agent:{name}"
+        if key not in self._cached:
+            path = self.AGENTS.get(name)
+            if path is None:
+                raise UnknownAgent(f"No agent is registered as {name!r} in SYMFONIC['AGENTS'].")
+            self._cached[key] = import_string(path) if isinstance(path, str) else path
+        return self._cached[key]
+
+    def reload(self) -> None:
+        self._cached.clear()
+
+
+settings = SymfonicSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING_NAME:
+        settings.reload()
+
+
+setting_changed.connect(_reload)

@@ -1,0 +1,154 @@
+"""Typed turn events, their JSON form, and publishing (persist, then announce).
+
+The database is the stream; the channel layer is the doorbell. ``persist``
+commits a ``TurnEvent`` with the next ``seq``; ``ring`` then tells the run's
+group that something new is there. A lost doorbell costs latency, never data.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from django.db import transaction
+from django.db.models import Max
+
+from .models import TurnEvent
+
+log = logging.getLogger(__name__)
+
+
+def group_name(run_id: Any) -> str:
+    """The channel-layer group of one run's watchers."""
+    return f"symfonic.run.{run_id}"
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of typed events; ``type`` is the pinned wire name."""
+
+    type: ClassVar[str] = ""
+    terminal: ClassVar[bool] = False
+
+    def data(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    type: ClassVar[str] = "turn.started"
+    agent: str
+    resumed_from_pause: str | None = None
+
+
+@dataclass(frozen=True)
+class MessageDelta(Event):
+    type: ClassVar[str] = "message.delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class MessageCompleted(Event):
+    type: ClassVar[str] = "message.completed"
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted(Event):
+    type: ClassVar[str] = "tool.started"
+    tool_call_id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolCompleted(Event):
+    type: ClassVar[str] = "tool.completed"
+    tool_call_id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class PauseRequested(Event):
+    """Stored without a token; a watcher gets one minted when it is sent."""
+
+    type: ClassVar[str] = "pause.requested"
+    pause_id: str
+    kind: str
+    prompt: Any
+    expires_at: str
+
+
+@dataclass(frozen=True)
+class TurnPaused(Event):
+    type: ClassVar[str] = "turn.paused"
+    terminal: ClassVar[bool] = True
+    pause_ids: list[str]
+
+
+@dataclass(frozen=True)
+class TurnCompleted(Event):
+    type: ClassVar[str] = "turn.completed"
+    terminal: ClassVar[bool] = True
+    output: Any = None
+
+
+@dataclass(frozen=True)
+class TurnFailed(Event):
+    type: ClassVar[str] = "turn.failed"
+    terminal: ClassVar[bool] = True
+    code: str
+    message: str = ""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (TurnStarted, MessageDelta, MessageCompleted, ToolStarted, ToolCompleted,
+                PauseRequested, TurnPaused, TurnCompleted, TurnFailed)
+}
+TERMINAL_TYPES = frozenset(t for t, cls in EVENT_TYPES.items() if cls.terminal)
+
+
+def next_seq(run_id: Any) -> int:
+    return (TurnEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+
+
+def persist(run_id: Any, seq: int, event: Event) -> TurnEvent:
+    """Insert one event. ``(run, seq)`` is unique: a second writer fails loudly."""
+    return TurnEvent.objects.create(run_id=run_id, seq=seq, type=event.type, data=event.data())
+
+
+async def aring(run_id: Any, seq: int) -> None:
+    """Announce ``seq`` to the run's watchers; never raises (it is only a doorbell)."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group_name(run_id), {"type": "symfonic.event", "seq": seq})
+    except Exception:  # a full or unreachable layer must not fail the turn
+        log.warning("channel layer send failed for run %s seq %s", run_id, seq, exc_info=True)
+
+
+def ring(run_id: Any, seq: int) -> None:
+    from asgiref.sync import async_to_sync
+
+    async_to_sync(aring)(run_id, seq)
+
+
+def publish(run_id: Any, event: Event, seq: int | None = None) -> TurnEvent:
+    """Sync publish: persist now, ring the doorbell once the transaction commits."""
+    row = persist(run_id, seq if seq is not None else next_seq(run_id), event)
+    transaction.on_commit(lambda: ring(run_id, row.seq))
+    return row
+
+
+def wire(row: TurnEvent, root_run_id: str) -> dict[str, Any]:
+    """The pinned websocket shape of a stored event (without any token)."""
+    ts = row.created_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"seq": row.seq, "type": row.type, "run_id": str(row.run_id),
+            "root_run_id": root_run_id, "ts": ts, "data": row.data}

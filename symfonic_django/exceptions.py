@@ -1,0 +1,113 @@
+"""Every refusal the app can make, one typed exception per error code.
+
+Each class carries the HTTP ``status`` and the pinned ``code`` of DESIGN
+section 6, so the API, the admin and the Python callers refuse the same way.
+A refusal is raised before anything is written: catching one means no row
+changed.
+"""
+
+from __future__ import annotations
+
+
+class SymfonicError(Exception):
+    """Base of every refusal. ``code`` is stable; ``detail`` is for people."""
+
+    code: str = "error"
+    status: int = 400
+    default_detail: str = "The request was refused."
+
+    def __init__(self, detail: str | None = None) -> None:
+        self.detail = detail or self.default_detail
+        super().__init__(self.detail)
+
+
+class InteractionConfigurationError(SymfonicError):
+    """The app or a deployment hook was used outside the place it works in."""
+
+    code = "configuration_error"
+    status = 500
+    default_detail = "symfonic_django is misconfigured."
+
+
+class InvalidRequest(SymfonicError):
+    code = "invalid_request"
+    status = 400
+    default_detail = "The request body is malformed."
+
+
+class UnknownAgent(InvalidRequest):
+    default_detail = "No agent is registered under that name."
+
+
+class InvalidAnswer(SymfonicError):
+    code = "invalid_answer"
+    status = 400
+    default_detail = "The answer does not fit this pause."
+
+
+class PayloadTooLarge(SymfonicError):
+    code = "payload_too_large"
+    status = 413
+    default_detail = "The answer is larger than MAX_ANSWER_BYTES."
+
+
+class InvalidPauseToken(SymfonicError):
+    """Bad signature, malformed, oversized, or signed with another salt."""
+
+    code = "invalid_token"
+    status = 403
+    default_detail = "The pause token is not valid."
+
+
+class PauseTokenExpired(SymfonicError):
+    code = "expired"
+    status = 410
+    default_detail = "The pause token has expired."
+
+
+class ScopeUnknown(SymfonicError):
+    code = "scope_unknown"
+    status = 403
+    default_detail = "The scope this pause belongs to is no longer known."
+
+
+class ScopeMismatch(SymfonicError):
+    code = "scope_mismatch"
+    status = 403
+    default_detail = "The token belongs to another scope."
+
+
+class LineageRefused(SymfonicError):
+    code = "lineage_refused"
+    status = 403
+    default_detail = "The pause names a run this host never issued."
+
+
+class PermissionDenied(SymfonicError):
+    code = "permission_denied"
+    status = 403
+    default_detail = "You may not answer this pause."
+
+
+class NotFound(SymfonicError):
+    code = "not_found"
+    status = 404
+    default_detail = "Not found."
+
+
+class AlreadyAnswered(SymfonicError):
+    """Lost the single-use claim: the pause left ``pending`` before this call."""
+
+    code = "already_answered"
+    status = 409
+    default_detail = "This pause has already been answered."
+
+
+class PauseCancelled(AlreadyAnswered):
+    default_detail = "This pause was cancelled."
+
+
+class PauseExpired(SymfonicError):
+    code = "expired"
+    status = 410
+    default_detail = "This pause has expired."

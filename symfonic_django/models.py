@@ -1,0 +1,234 @@
+"""Runs, pauses, their events and the audit trail.
+
+Statuses are written only by ``pauses.py`` (pause transitions and the
+continuation they create) and ``runner.py`` (run claims, leases, terminal
+states). Everything else reads.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+class PauseStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ANSWERED = "answered", "Answered"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class PauseKind(models.TextChoices):
+    APPROVAL = "approval", "Approval"
+    QUESTION = "question", "Question"
+
+
+class AnsweredVia(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    API = "api", "API"
+    TOKEN = "token", "Token"
+    PYTHON = "python", "Python"
+    SYSTEM = "system", "System"
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def in_scopes(self, keys: object) -> RunQuerySet:
+        from .scopes import ALL_SCOPES
+
+        return self if keys == ALL_SCOPES else self.filter(scope_key__in=keys)
+
+    def lease_lapsed(self, now=None) -> RunQuerySet:
+        return self.filter(status=RunStatus.RUNNING, lease_until__lt=now or timezone.now())
+
+
+class Run(models.Model):
+    """One agent turn. A resumed turn is a new run whose ``parent`` paused."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    root = models.ForeignKey("self", on_delete=models.CASCADE, related_name="+", null=True)
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, related_name="children", null=True, blank=True
+    )
+    resumed_from = models.ForeignKey(
+        "Pause", on_delete=models.SET_NULL, related_name="+", null=True, blank=True
+    )
+    agent = models.CharField(max_length=100)
+    scope_key = models.CharField(max_length=200, db_index=True)
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    thread_id = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    input = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(
+                fields=["lease_until"], name="symfonic_run_lease_idx",
+                condition=Q(status="running"),
+            ),
+            models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} run {self.id} ({self.status})"
+
+    @property
+    def root_run_id(self) -> str:
+        return str(self.root_id or self.id)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.PAUSED)
+
+
+class PauseQuerySet(models.QuerySet["Pause"]):
+    def pending(self) -> PauseQuerySet:
+        return self.filter(status=PauseStatus.PENDING)
+
+    def in_scopes(self, keys: object) -> PauseQuerySet:
+        from .scopes import ALL_SCOPES
+
+        return self if keys == ALL_SCOPES else self.filter(scope_key__in=keys)
+
+    def pending_for(self, scope_key: str) -> PauseQuerySet:
+        return self.pending().filter(scope_key=scope_key).order_by("created_at")
+
+    def due(self, now=None) -> PauseQuerySet:
+        return self.pending().filter(expires_at__lte=now or timezone.now())
+
+
+class Pause(models.Model):
+    """One human interaction; its ``id`` is the token's ``jti``."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="pauses")
+    root_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    scope_key = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=PauseKind.choices)
+    prompt = models.JSONField()
+    action_digest = models.CharField(max_length=64, blank=True, default="")
+    answer_schema = models.JSONField(null=True, blank=True)
+    pin_hash = models.CharField(max_length=64, blank=True, default="")
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    thread_id = models.CharField(max_length=200, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=200, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # The binding as given (rule B6): strings, beside the FK to the run that paused.
+    bound_run_id = models.CharField(max_length=64)
+    bound_root_run_id = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=16, choices=PauseStatus.choices, default=PauseStatus.PENDING
+    )
+    expires_at = models.DateTimeField()
+    answer = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )
+    answered_via = models.CharField(max_length=16, choices=AnsweredVia.choices, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    continuation = models.ForeignKey(
+        Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="resumed_pauses"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = PauseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [("answer_pause", "Can answer (approve, reject, respond to) pauses")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["root_run", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="symfonic_pause_idempotency_per_root",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["scope_key", "status", "-created_at"],
+                         name="symfonic_pause_scope_idx"),
+            models.Index(fields=["expires_at"], name="symfonic_pause_due_idx",
+                         condition=Q(status="pending")),
+            models.Index(fields=["status", "-created_at"], name="symfonic_pause_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} pause {self.id} ({self.status})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == PauseStatus.PENDING
+
+
+class TurnEvent(models.Model):
+    """One event of a turn, persisted before it is announced (the stream)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="symfonic_event_run_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.type}"
+
+
+class Decision(models.Model):
+    """Append-only audit: who did what to which pause, when, through which surface."""
+
+    class Action(models.TextChoices):
+        ANSWER = "answer", "Answered"
+        APPROVE = "approve", "Approved"
+        EDIT = "edit", "Edited and approved"
+        REJECT = "reject", "Rejected"
+        RESPOND = "respond", "Responded"
+        EXPIRE = "expire", "Expired"
+        CANCEL = "cancel", "Cancelled"
+
+    pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )
+    actor_label = models.CharField(max_length=200, blank=True, default="")
+    via = models.CharField(max_length=16, choices=AnsweredVia.choices)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    answer = models.JSONField(null=True, blank=True)
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.actor_label or 'system'} {self.action} {self.pause_id}"

@@ -1,0 +1,375 @@
+"""The pause state machine, in one place.
+
+Every pause transition — answer, approve, reject, respond, expire, cancel —
+and the continuation run it may create happens here, in one short
+``transaction.atomic()`` that locks the paused run's row, then the pause's.
+A pause leaves ``pending`` once, through a conditional UPDATE that is the
+single-use claim on every backend (row locks serialize siblings on
+PostgreSQL; SQLite serializes writers itself). A refusal raises before any
+write. Async callers use the ``a*`` wrappers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from . import hitl
+from .binding import PauseBinding, current_run_binding
+from .conf import settings
+from .exceptions import (
+    AlreadyAnswered,
+    InteractionConfigurationError,
+    InvalidAnswer,
+    InvalidRequest,
+    NotFound,
+    PauseCancelled,
+    PauseExpired,
+    PayloadTooLarge,
+)
+from .models import AnsweredVia, Decision, Pause, PauseKind, PauseStatus, Run, RunStatus
+from .scopes import ALL_SCOPES, scope_key
+from .tokens import PauseClaims, mint_token, pin_hash, scope_hash
+
+#: What an expired pause answers with when ``ON_EXPIRE`` is ``"resume"``.
+TIMEOUT_ANSWER = {"timeout": True}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The outcome of a transition: the pause as it now is, and the turn it started."""
+
+    pause: Pause
+    continuation: Run | None
+
+
+# --- creating ---------------------------------------------------------------
+
+def claims_for(pause: Pause) -> PauseClaims:
+    """The claims of ``pause``, rebuilt from its row (the token is never stored)."""
+    return PauseClaims(
+        jti=str(pause.id), run_id=pause.bound_run_id, root_run_id=pause.bound_root_run_id,
+        scope_hash=scope_hash(pause.scope_key), session_id=pause.session_id,
+        thread_id=pause.thread_id, checkpoint_id=pause.checkpoint_id, pin_hash=pause.pin_hash,
+        kind=pause.kind, iat=int(pause.created_at.timestamp()),
+        exp=int(pause.expires_at.timestamp()),
+    )
+
+
+def token_for(pause: Pause) -> str:
+    return mint_token(claims_for(pause))
+
+
+def create_pause(
+    *, run: Run, binding: PauseBinding, kind: str, prompt: Any, answer_schema: Any = None,
+    ttl: float | timedelta | None = None, idempotency_key: str | None = None,
+) -> tuple[Pause, bool]:
+    """Persist a pause of ``run`` (or return the one with the same idempotency key)."""
+    if kind not in PauseKind.values:
+        raise InvalidRequest(f"kind must be one of {PauseKind.values}, not {kind!r}.")
+    if kind == PauseKind.APPROVAL:
+        prompt = hitl.normalize_prompt(prompt)
+        digest = hitl.action_digest(prompt)
+    else:
+        hitl.check_schema(answer_schema)
+        digest = ""
+    if idempotency_key is not None:
+        existing = Pause.objects.filter(root_run_id=run.root_id or run.id,
+                                        idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing, False
+    ttl = settings.TOKEN_MAX_AGE if ttl is None else ttl
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
+    if seconds <= 0:
+        raise InvalidRequest("A pause's ttl must be positive.")
+    now = timezone.now().replace(microsecond=0)
+    pause = Pause(
+        run=run, root_run_id=run.root_id or run.id,
+        scope_key=scope_key(binding.scope) if binding.scope is not None else run.scope_key,
+        kind=kind, prompt=prompt, action_digest=digest, answer_schema=answer_schema,
+        pin_hash=pin_hash(binding.pin), session_id=binding.session_id,
+        thread_id=binding.thread_id, checkpoint_id=binding.checkpoint_id,
+        idempotency_key=idempotency_key, bound_run_id=binding.run_id,
+        bound_root_run_id=binding.root_run_id, created_at=now,
+        expires_at=now + timedelta(seconds=seconds),
+    )
+    try:
+        with transaction.atomic():
+            pause.save(force_insert=True)
+    except IntegrityError:
+        # A concurrent re-execution of the same step created it first.
+        existing = Pause.objects.filter(root_run_id=pause.root_run_id,
+                                        idempotency_key=idempotency_key).first()
+        if existing is None:
+            raise
+        return existing, False
+    return pause, True
+
+
+async def request_pause(
+    *, kind: str, prompt: Any, answer_schema: Any = None, ttl: float | timedelta | None = None,
+    idempotency_key: str | None = None, binding: Any = None,
+) -> Pause:
+    """Pause the running turn for a person; returns the pause with ``.token`` set.
+
+    Call it inside an agent turn. ``binding`` is a zero-argument callable
+    returning a ``PauseBinding`` (default: ``current_run_binding()``); it is
+    invoked here, while the turn runs. Re-running a step with the same
+    ``idempotency_key`` returns the same pause (answered or not).
+    """
+    from .runner import current_turn
+
+    turn = current_turn()
+    bound = (binding or current_run_binding)()
+    if not isinstance(bound, PauseBinding):
+        raise InteractionConfigurationError(
+            f"the binding callable must return a PauseBinding, got {type(bound).__name__}"
+        )
+    pause, created = await sync_to_async(create_pause)(
+        run=turn.run, binding=bound, kind=kind, prompt=prompt, answer_schema=answer_schema,
+        ttl=ttl, idempotency_key=idempotency_key,
+    )
+    pause.token = token_for(pause)  # type: ignore[attr-defined]
+    if created:
+        await turn.pause_requested(pause)
+    return pause
+
+
+# --- answering --------------------------------------------------------------
+
+def _check_size(answer: Any) -> None:
+    size = len(json.dumps(answer, separators=(",", ":"), default=str).encode())
+    if size > settings.MAX_ANSWER_BYTES:
+        raise PayloadTooLarge(
+            f"The answer is {size} bytes; this deployment accepts at most "
+            f"{settings.MAX_ANSWER_BYTES} (SYMFONIC['MAX_ANSWER_BYTES'])."
+        )
+
+
+def validate_answer(pause: Pause, answer: Any) -> Any:
+    _check_size(answer)
+    if pause.kind == PauseKind.APPROVAL:
+        return hitl.validate_response(pause.prompt, answer)
+    return hitl.validate_question_answer(pause.answer_schema, answer)
+
+
+def _label(actor: Any) -> str:
+    if actor is None:
+        return ""
+    return actor.get_username() if hasattr(actor, "get_username") else str(actor)
+
+
+def _refuse_closed(pause: Pause, now: datetime) -> None:
+    """Raise the refusal for a pause that can no longer be answered."""
+    when = timezone.localtime(pause.answered_at).strftime("%H:%M") if pause.answered_at else ""
+    if pause.status == PauseStatus.ANSWERED:
+        who = pause.answered_by.get_username() if pause.answered_by else pause.answered_via
+        raise AlreadyAnswered(f"Already answered by {who} at {when}.")
+    if pause.status == PauseStatus.CANCELLED:
+        raise PauseCancelled(f"This pause was cancelled at {when}.")
+    if pause.status == PauseStatus.EXPIRED or pause.expires_at <= now:
+        raise PauseExpired(f"This pause expired at {timezone.localtime(pause.expires_at):%H:%M}.")
+
+
+def _lookup(pause_id: Any, visible: Any) -> Pause:
+    try:
+        UUID(str(pause_id))
+    except ValueError:
+        raise NotFound("No such pause.") from None
+    pause = Pause.objects.filter(pk=pause_id).in_scopes(visible).first()
+    if pause is None:
+        raise NotFound("No such pause.")
+    return pause
+
+
+def _leave_pending(
+    pause_id: Any, *, status: str, answer: Any, action: str, actor: Any, via: str,
+    comment: str = "", visible: Any = ALL_SCOPES, validate: bool = True,
+    dispatch: bool = True, now: datetime | None = None,
+) -> Resolution:
+    """The one guarded transition out of ``pending``."""
+    pause = _lookup(pause_id, visible)
+    if validate:
+        answer = validate_answer(pause, answer)
+    now = now or timezone.now()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=pause.run_id)
+        pause = Pause.objects.select_for_update().select_related("answered_by").get(pk=pause.pk)
+        if pause.status != PauseStatus.PENDING or (
+            status != PauseStatus.EXPIRED and pause.expires_at <= now
+        ):
+            _refuse_closed(pause, now)
+        user = actor if getattr(actor, "pk", None) is not None else None
+        won = Pause.objects.filter(pk=pause.pk, status=PauseStatus.PENDING).update(
+            status=status, answer=answer, answered_by=user, answered_via=via,
+            answered_at=now, updated_at=now,
+        )
+        if not won:  # SQLite has no row locks: the conditional UPDATE is the claim
+            raise AlreadyAnswered()
+        Decision.objects.create(pause=pause, actor=user, actor_label=_label(actor) or via,
+                                via=via, action=action, answer=answer, comment=comment,
+                                created_at=now)
+        continuation = settle(run, dispatch=dispatch, now=now)
+    pause.refresh_from_db()
+    return Resolution(pause=pause, continuation=continuation)
+
+
+def answer_pause(pause_id: Any, answer: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
+                 visible: Any = ALL_SCOPES, dispatch: bool = True, comment: str = "") -> Resolution:
+    """Answer a pause with a ``HITLResponse`` (approvals) or its schema's value (questions)."""
+    pause = _lookup(pause_id, visible)
+    action = Decision.Action.ANSWER
+    if pause.kind == PauseKind.APPROVAL and isinstance(answer, dict):
+        types = {d.get("type") for d in answer.get("decisions") or [] if isinstance(d, dict)}
+        action = next((a for a in ("edit", "reject", "respond") if a in types), "approve")
+    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer=answer, action=action,
+                          actor=actor, via=via, visible=visible, dispatch=dispatch,
+                          comment=comment)
+
+
+def _approval(pause_id: Any, visible: Any) -> Pause:
+    pause = _lookup(pause_id, visible)
+    if pause.kind != PauseKind.APPROVAL:
+        raise InvalidAnswer("Approve and reject apply to approvals; answer a question instead.")
+    return pause
+
+
+def approve(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
+            comment: str = "", edited_args: dict[str, Any] | None = None,
+            visible: Any = ALL_SCOPES) -> Resolution:
+    """Approve every action; ``edited_args`` edits the single action of a one-action pause."""
+    pause = _approval(pause_id, visible)
+    requests = pause.prompt["action_requests"]
+    if edited_args is not None:
+        if len(requests) != 1:
+            raise InvalidAnswer("edited_args applies only to a pause with exactly one action.")
+        decisions = [{"type": "edit",
+                      "edited_action": {"name": requests[0]["name"], "args": edited_args}}]
+    else:
+        decisions = [{"type": "approve"} for _ in requests]
+    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer={"decisions": decisions},
+                          action="edit" if edited_args is not None else "approve", actor=actor,
+                          via=via, comment=comment, visible=visible)
+
+
+def reject(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
+           comment: str = "", visible: Any = ALL_SCOPES) -> Resolution:
+    """Reject every action, with ``comment`` as the message."""
+    pause = _approval(pause_id, visible)
+    decision = {"type": "reject", **({"message": comment} if comment else {})}
+    answer = {"decisions": [dict(decision) for _ in pause.prompt["action_requests"]]}
+    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer=answer, action="reject",
+                          actor=actor, via=via, comment=comment, visible=visible)
+
+
+def respond(pause_id: Any, message: str, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
+            visible: Any = ALL_SCOPES) -> Resolution:
+    """Answer every action with a message instead of running it."""
+    pause = _approval(pause_id, visible)
+    answer = {"decisions": [{"type": "respond", "message": message}
+                            for _ in pause.prompt["action_requests"]]}
+    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer=answer,
+                          action="respond", actor=actor, via=via, comment=message,
+                          visible=visible)
+
+
+def cancel(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
+           comment: str = "") -> Resolution:
+    """Cancel a pending pause; the paused run fails (its siblings are cancelled too)."""
+    return _leave_pending(pause_id, status=PauseStatus.CANCELLED, answer=None, action="cancel",
+                          actor=actor, via=via, comment=comment, validate=False)
+
+
+def expire(pause_id: Any, *, now: datetime | None = None) -> Resolution | None:
+    """Expire one pause if it is pending and due; ``None`` when it is not (anymore)."""
+    now = now or timezone.now()
+    try:
+        pause = _lookup(pause_id, ALL_SCOPES)
+    except NotFound:
+        return None
+    if pause.status != PauseStatus.PENDING or pause.expires_at > now:
+        return None
+    answer = TIMEOUT_ANSWER if settings.ON_EXPIRE == "resume" else None
+    try:
+        return _leave_pending(pause_id, status=PauseStatus.EXPIRED, answer=answer,
+                              action="expire", actor=None, via=AnsweredVia.SYSTEM,
+                              validate=False, now=now)
+    except (AlreadyAnswered, PauseExpired):
+        return None  # an answer (or another expirer) got there first
+
+
+def expire_due(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Expire pending pauses whose time is up; returns how many this call expired."""
+    now = now or timezone.now()
+    ids = list(Pause.objects.due(now).order_by("expires_at").values_list("pk", flat=True)[:limit])
+    return sum(1 for pk in ids if expire(pk, now=now) is not None)
+
+
+# --- settling a paused run ---------------------------------------------------
+
+def _is_dead(pause: Pause) -> bool:
+    return pause.status == PauseStatus.CANCELLED or (
+        pause.status == PauseStatus.EXPIRED and pause.answer is None
+    )
+
+
+def settle(run: Run, *, dispatch: bool = True, now: datetime | None = None) -> Run | None:
+    """Decide what a paused run does now; the caller holds ``run``'s row lock.
+
+    A cancelled pause (or one expired with ``ON_EXPIRE="fail"``) fails the run
+    and cancels its still-pending siblings. Once no pause is pending, the
+    continuation run is created (once) and, if ``dispatch``, sent to a worker
+    when the transaction commits. Returns the continuation, if there is one.
+    """
+    if run.status != RunStatus.PAUSED:
+        return None  # still running: the runner settles when the turn ends
+    now = now or timezone.now()
+    pauses = list(Pause.objects.select_for_update().filter(run=run).order_by("created_at"))
+    if any(_is_dead(p) for p in pauses):
+        for sibling in pauses:
+            if sibling.status == PauseStatus.PENDING:
+                Pause.objects.filter(pk=sibling.pk).update(
+                    status=PauseStatus.CANCELLED, answered_via=AnsweredVia.SYSTEM,
+                    answered_at=now, updated_at=now)
+                Decision.objects.create(pause=sibling, via=AnsweredVia.SYSTEM,
+                                        action=Decision.Action.CANCEL, actor_label="system",
+                                        comment="a sibling pause was cancelled or expired",
+                                        created_at=now)
+        dead = next(p for p in pauses if _is_dead(p))
+        code = "pause_cancelled" if dead.status == PauseStatus.CANCELLED else "pause_expired"
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.FAILED, finished_at=now, updated_at=now,
+            error={"code": code, "message": f"pause {dead.pk} was {dead.status}"})
+        return None
+    if any(p.status == PauseStatus.PENDING for p in pauses):
+        return None
+    existing = next((p.continuation for p in pauses if p.continuation_id), None)
+    if existing is not None:
+        return existing
+    last = max(pauses, key=lambda p: p.answered_at or now)
+    continuation = Run.objects.create(
+        root_id=run.root_id or run.id, parent=run, resumed_from=last, agent=run.agent,
+        scope_key=run.scope_key, session_id=run.session_id, thread_id=run.thread_id,
+        input={"answers": {str(p.pk): p.answer for p in pauses}},
+    )
+    Pause.objects.filter(run=run).update(continuation=continuation)
+    if dispatch:
+        from .tasks import run_continuation
+
+        transaction.on_commit(lambda: run_continuation.delay(str(continuation.pk)))
+    return continuation
+
+
+aanswer_pause = sync_to_async(answer_pause)
+aapprove = sync_to_async(approve)
+areject = sync_to_async(reject)
+arespond = sync_to_async(respond)
+acancel = sync_to_async(cancel)
+aexpire = sync_to_async(expire)

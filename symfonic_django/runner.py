@@ -1,0 +1,316 @@
+"""Drives agent turns: the run claim, the lease and its heartbeat, events, the end.
+
+A queued run is claimed in one short transaction (``select_for_update(
+skip_locked=True)`` where the database has row locks, a conditional UPDATE
+elsewhere) and moved to ``running`` with a lease. The lock is not held for the
+turn: a heartbeat extends the lease while it streams, and the reaper fails a
+run whose lease lapsed (``lease_expired``) instead of silently re-running it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from . import events as ev
+from .binding import RunIdentity, run_context
+from .conf import settings
+from .exceptions import InteractionConfigurationError
+from .models import Pause, Run, RunStatus
+from .scopes import load_scope, scope_key
+
+log = logging.getLogger(__name__)
+
+
+class LeaseLost(Exception):
+    """This worker no longer owns the run (the reaper failed it, or it finished)."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# --- starting and claiming ---------------------------------------------------
+
+def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", thread_id: str = "",
+              dispatch: bool = True) -> Run:
+    """Queue a top-level turn of ``agent``; a worker runs it once the transaction commits."""
+    settings.agent_factory(agent)  # refuse an unknown agent before writing anything
+    run = Run(agent=agent, input=input, scope_key=scope_key(scope), session_id=session_id,
+              thread_id=thread_id)
+    run.root_id = run.id
+    with transaction.atomic():
+        run.save(force_insert=True)
+        if dispatch:
+            from .tasks import start_run as task
+
+            transaction.on_commit(lambda: task.delay(str(run.pk)))
+    return run
+
+
+astart_run = sync_to_async(start_run)
+
+
+def claim_run(run_id: Any, worker: str) -> Run | None:
+    """Move a queued run to running with a lease; ``None`` if someone else has it or it is done."""
+    now = timezone.now()
+    changes = {"status": RunStatus.RUNNING, "worker": worker, "started_at": now,
+               "lease_until": now + timedelta(seconds=settings.LEASE_SECONDS),
+               "attempts": F("attempts") + 1, "updated_at": now}
+    with transaction.atomic():
+        if connection.features.has_select_for_update_skip_locked:
+            locked = (Run.objects.select_for_update(skip_locked=True)
+                      .filter(pk=run_id, status=RunStatus.QUEUED).values_list("pk", flat=True))
+            if not list(locked):
+                return None
+        if not Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(**changes):
+            return None
+    return Run.objects.select_related("resumed_from").get(pk=run_id)
+
+
+def extend_lease(run_id: Any, worker: str) -> bool:
+    until = timezone.now() + timedelta(seconds=settings.LEASE_SECONDS)
+    return bool(Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
+                .update(lease_until=until))
+
+
+def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
+           now: datetime | None = None) -> Run | None:
+    """Write the terminal event and state together, if this worker still owns the run.
+
+    For ``turn.paused`` the paused run is settled in the same transaction, so
+    pauses answered while the turn was still running continue it now.
+    """
+    from .pauses import settle
+
+    now = now or timezone.now()
+    status = {ev.TurnPaused.type: RunStatus.PAUSED, ev.TurnCompleted.type: RunStatus.COMPLETED,
+              ev.TurnFailed.type: RunStatus.FAILED}[event.type]
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(
+            pk=run_id, status=RunStatus.RUNNING, worker=worker).first()
+        if run is None:
+            raise LeaseLost(f"run {run_id} is no longer owned by {worker}")
+        ev.persist(run_id, seq, event)
+        run.status = status
+        run.finished_at = now
+        run.lease_until = None
+        if isinstance(event, ev.TurnCompleted):
+            run.output = event.output
+        elif isinstance(event, ev.TurnFailed):
+            run.error = {"code": event.code, "message": event.message}
+        run.save(update_fields=["status", "finished_at", "lease_until", "output", "error",
+                                "updated_at"])
+        if status == RunStatus.PAUSED:
+            settle(run, now=now)
+        transaction.on_commit(lambda: ev.ring(run_id, seq))
+    return run
+
+
+# --- the turn ----------------------------------------------------------------
+
+@dataclass
+class Continuation:
+    """What a resumed turn is handed: the answers of the pauses that stopped it."""
+
+    run: Run
+    paused_run_id: str
+    answers: dict[str, Any]
+    scope: Any
+
+    @property
+    def answer(self) -> Any:
+        """The single answer, for the common one-pause case."""
+        if len(self.answers) != 1:
+            raise ValueError("this continuation carries several answers; read .answers")
+        return next(iter(self.answers.values()))
+
+
+@dataclass
+class TurnContext:
+    """The running turn, as agents and ``request_pause`` see it."""
+
+    run: Run
+    scope: Any
+    worker: str
+    seq: int = 0
+    lost: bool = False
+    requested: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run.pk)
+
+    @property
+    def root_run_id(self) -> str:
+        return self.run.root_run_id
+
+    async def emit(self, event: ev.Event) -> Any:
+        """Persist then announce one non-terminal event; returns the stored row."""
+        if self.lost:
+            raise LeaseLost(f"run {self.run_id} lost its lease")
+        self.seq += 1
+        row = await sync_to_async(ev.persist)(self.run.pk, self.seq, event)
+        await ev.aring(self.run.pk, self.seq)
+        return row
+
+    async def pause_requested(self, pause: Pause) -> None:
+        self.requested.append(str(pause.pk))
+        await self.emit(ev.PauseRequested(
+            pause_id=str(pause.pk), kind=pause.kind, prompt=pause.prompt,
+            expires_at=pause.expires_at.isoformat().replace("+00:00", "Z")))
+
+
+_turn: contextvars.ContextVar[TurnContext | None] = contextvars.ContextVar(
+    "symfonic_turn", default=None)
+
+
+def current_turn() -> TurnContext:
+    turn = _turn.get()
+    if turn is None:
+        raise InteractionConfigurationError(
+            "request_pause() was called outside an agent turn; call it from the "
+            "agent's start_typed() or continue_recovered_typed() while the runner drives it"
+        )
+    return turn
+
+
+async def _heartbeat(turn: TurnContext) -> None:
+    interval = max(settings.LEASE_SECONDS / 3, 0.05)
+    while True:
+        await asyncio.sleep(interval)
+        if not await sync_to_async(extend_lease)(turn.run.pk, turn.worker):
+            turn.lost = True
+            return
+
+
+async def agent_for_run(run: Run, scope: Any) -> Any:
+    agent = settings.agent_factory(run.agent)(scope)
+    return await agent if inspect.isawaitable(agent) else agent
+
+
+async def load_continuation(run: Run, scope: Any) -> Continuation:
+    answers = run.input.get("answers", {}) if isinstance(run.input, dict) else {}
+    return Continuation(run=run, paused_run_id=str(run.parent_id), answers=answers, scope=scope)
+
+
+async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = None,
+                      prepared_plan: Any = None, event_guard: Any = None,
+                      ) -> AsyncIterator[dict[str, Any]]:
+    """Run a claimed turn to its end, yielding each event as it is stored.
+
+    Every event is persisted before it is yielded or announced. The turn
+    ends in exactly one terminal event: ``turn.paused`` if it requested pauses,
+    ``turn.failed`` if the agent raised, else ``turn.completed``. A consumer
+    that stops early closes the agent's stream and fails the run.
+    """
+    if scope is None:
+        scope = await sync_to_async(load_scope)(run.scope_key)
+    turn = TurnContext(run=run, scope=scope, worker=worker,
+                       seq=await sync_to_async(ev.next_seq)(run.pk) - 1)
+    token = _turn.set(turn)
+    beat = asyncio.ensure_future(_heartbeat(turn))
+    terminal: ev.Event | None = None
+    output: Any = None
+    try:
+        with run_context(RunIdentity(str(run.pk), run.root_run_id)):
+            if agent is None:
+                agent = await agent_for_run(run, scope)
+            resumed = str(run.resumed_from_id) if run.resumed_from_id else None
+            await turn.emit(ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed))
+            yield {"seq": turn.seq, "type": ev.TurnStarted.type}
+            if resumed:
+                continuation = await load_continuation(run, scope)
+                source = (agent.continue_recovered_typed(continuation) if prepared_plan is None
+                          and event_guard is None else agent.continue_recovered_typed(
+                              continuation, prepared_plan=prepared_plan, event_guard=event_guard))
+            else:
+                source = agent.start_typed(turn, run.input)
+            async with aclosing(source):
+                async for event in source:
+                    if isinstance(event, ev.TurnCompleted):
+                        output = event.output
+                        continue
+                    if event.terminal:
+                        terminal = event
+                        break
+                    await turn.emit(event)
+                    yield {"seq": turn.seq, "type": event.type, "data": event.data()}
+        if terminal is None:
+            # Pauses answered while the turn was still running are settled by finish().
+            terminal = (ev.TurnPaused(pause_ids=turn.requested) if turn.requested
+                        else ev.TurnCompleted(output=output))
+    except LeaseLost:
+        log.warning("run %s lost its lease; the reaper owns its ending", run.pk)
+        return
+    except GeneratorExit:
+        terminal = ev.TurnFailed(code="stream_closed", message="the consumer stopped reading")
+        raise
+    except Exception as exc:  # the agent failed: the turn ends failed, never half-done
+        log.exception("run %s failed", run.pk)
+        terminal = ev.TurnFailed(code="agent_error", message=f"{type(exc).__name__}: {exc}")
+    finally:
+        beat.cancel()
+        _turn.reset(token)
+        if terminal is not None and not turn.lost:
+            turn.seq += 1
+            try:
+                await sync_to_async(finish)(run.pk, worker, turn.seq, terminal)
+            except LeaseLost:
+                log.warning("run %s lost its lease before it could finish", run.pk)
+                terminal = None
+    if terminal is not None:
+        yield {"seq": turn.seq, "type": terminal.type, "data": terminal.data()}
+
+
+def execute_run(run_id: Any, *, worker: str | None = None) -> str:
+    """Claim and run one queued turn to its end. Returns the final status, or "skipped"."""
+    worker = worker or worker_name()
+    run = claim_run(run_id, worker)
+    if run is None:
+        return "skipped"
+
+    async def drive() -> None:
+        async with aclosing(stream_turn(run, worker=worker)) as stream:
+            async for _ in stream:
+                pass
+
+    async_to_sync(drive)()
+    return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+# --- the reaper ----------------------------------------------------------------
+
+def reap_stale_runs(*, now: datetime | None = None) -> int:
+    """Fail running runs whose lease lapsed (their worker died), with ``lease_expired``."""
+    now = now or timezone.now()
+    reaped = 0
+    for run_id in list(Run.objects.lease_lapsed(now).values_list("pk", flat=True)[:500]):
+        with transaction.atomic():
+            qs = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, lease_until__lt=now)
+            if connection.features.has_select_for_update_skip_locked:
+                qs = qs.select_for_update(skip_locked=True)
+            run = qs.first()
+            if run is None:
+                continue
+            message = f"worker {run.worker or '?'} stopped renewing its lease"
+            Run.objects.filter(pk=run.pk).update(
+                status=RunStatus.FAILED, finished_at=now, lease_until=None, updated_at=now,
+                error={"code": "lease_expired", "message": message})
+            ev.publish(run.pk, ev.TurnFailed(code="lease_expired", message=message))
+        reaped += 1
+    return reaped

@@ -1,0 +1,86 @@
+"""Default scope routes: how a deployment's tenant becomes a key and back.
+
+A *scope* is whatever object a deployment uses for a tenant boundary (a model
+instance, a string). Runs and pauses store only its key; tokens carry only a
+keyed hash of that key (rule C4). Every route here is a default a deployment
+replaces through ``SYMFONIC`` — explicitly, and testably (rule C12).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .tokens import PauseClaims, scope_hash_matches
+
+#: Returned by a ``REVIEWER_SCOPES`` callable for a user who may see every scope.
+ALL_SCOPES = "__all__"
+
+
+def default_scope_key(scope: Any) -> str:
+    """A string is its own key; an object offers ``scope_key`` or its ``pk``."""
+    if isinstance(scope, str):
+        return scope
+    key = getattr(scope, "scope_key", None)
+    if key is None:
+        key = getattr(scope, "pk", None)
+    if key is None:
+        raise TypeError(
+            f"Cannot derive a scope key from {type(scope).__name__}; give it a "
+            "'scope_key' attribute or set SYMFONIC['SCOPE_KEY']."
+        )
+    return str(key)
+
+
+def default_scope_loader(key: str) -> Any:
+    """Without a loader, the key is the scope."""
+    return key
+
+
+def scope_key(scope: Any) -> str:
+    from .conf import settings
+
+    return settings.SCOPE_KEY(scope)
+
+
+def load_scope(key: str) -> Any:
+    from .conf import settings
+
+    return settings.SCOPE_LOADER(key)
+
+
+def scope_for_claims(claims: PauseClaims) -> Any:
+    """Load the scope of the pause the (already verified) claims name.
+
+    Returns ``None`` when the pause is gone, its stored scope no longer hashes
+    to the claims' ``scope_hash``, or the loader no longer knows the scope.
+    """
+    from .models import Pause
+
+    key = Pause.objects.filter(pk=claims.jti).values_list("scope_key", flat=True).first()
+    if key is None or not scope_hash_matches(key, claims.scope_hash):
+        return None
+    return load_scope(key)
+
+
+def superusers_see_all(user: Any) -> Any:
+    """Default ``REVIEWER_SCOPES``: superusers see every scope, others none."""
+    if getattr(user, "is_active", False) and getattr(user, "is_superuser", False):
+        return ALL_SCOPES
+    return ()
+
+
+def reviewer_scope_keys(user: Any) -> Any:
+    """``ALL_SCOPES`` or a frozenset of the scope keys ``user`` may review."""
+    from .conf import settings
+
+    if user is None or not getattr(user, "is_authenticated", False):
+        return frozenset()
+    granted = settings.REVIEWER_SCOPES(user)
+    if granted == ALL_SCOPES:
+        return ALL_SCOPES
+    return frozenset(str(k) for k in granted)
+
+
+def may_review(user: Any, key: str) -> bool:
+    granted = reviewer_scope_keys(user)
+    return granted == ALL_SCOPES or key in granted

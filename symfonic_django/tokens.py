@@ -1,0 +1,124 @@
+"""Pause tokens and watch tickets, on ``django.core.signing``.
+
+A pause token is an HMAC-SHA256-signed, expiring claim set naming one pause
+(``jti``). It is never stored: the database holds the pause, the holder holds
+the credential. Signed payloads are readable by whoever holds them, so the
+claims carry a keyed hash of the scope key, never the key (rule C4).
+``SECRET_KEY_FALLBACKS`` is honoured for signatures and scope hashes alike,
+so rotating the secret does not strand pending pauses.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core import signing
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from .exceptions import InvalidPauseToken, PauseTokenExpired
+
+TOKEN_SALT = "symfonic_django.pause-token"
+SCOPE_SALT = "symfonic_django.scope-hash"
+PIN_SALT = "symfonic_django.pin-hash"
+TICKET_SALT = "symfonic_django.watch-ticket"
+
+#: Tokens longer than this are refused before any cryptography runs.
+MAX_TOKEN_LENGTH = 2048
+#: Watch tickets let a client follow one run's stream for this long.
+TICKET_MAX_AGE = 3600
+
+_FIELDS = ("jti", "run_id", "root_run_id", "scope_hash", "session_id", "thread_id",
+           "checkpoint_id", "pin_hash", "kind", "iat", "exp")
+
+
+@dataclass(frozen=True, slots=True)
+class PauseClaims:
+    """What a pause token asserts. Readable by its holder: nothing secret."""
+
+    jti: str
+    run_id: str
+    root_run_id: str
+    scope_hash: str
+    session_id: str
+    thread_id: str
+    checkpoint_id: str | None
+    pin_hash: str
+    kind: str
+    iat: int
+    exp: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _signer() -> signing.Signer:
+    return signing.Signer(salt=TOKEN_SALT, algorithm="sha256")
+
+
+def _keyed_hash(salt: str, value: str, secret: str | None = None) -> str:
+    return salted_hmac(salt, value, secret=secret, algorithm="sha256").hexdigest()
+
+
+def scope_hash(key: str) -> str:
+    """The keyed hash of a scope key that goes into a token (rule C4)."""
+    return _keyed_hash(SCOPE_SALT, key)
+
+
+def scope_hash_matches(key: str, digest: str) -> bool:
+    """Constant-time check of ``digest`` against the current and fallback keys."""
+    secrets = [django_settings.SECRET_KEY, *getattr(django_settings, "SECRET_KEY_FALLBACKS", [])]
+    return any(constant_time_compare(_keyed_hash(SCOPE_SALT, key, s), digest) for s in secrets)
+
+
+def pin_hash(pin: Any) -> str:
+    if pin is None:
+        return ""
+    return _keyed_hash(PIN_SALT, json.dumps(pin, sort_keys=True, default=str))
+
+
+def mint_token(claims: PauseClaims) -> str:
+    return _signer().sign_object([getattr(claims, f) for f in _FIELDS])
+
+
+def verify_token(token: Any, *, now: float | None = None) -> PauseClaims:
+    """Authenticate ``token`` and return its claims.
+
+    Raises ``InvalidPauseToken`` (malformed, oversized, tampered, wrong salt or
+    key) or ``PauseTokenExpired``. Nothing else is consulted: no database row,
+    no scope, so a bad token never reaches a deployment hook (rule C2).
+    """
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
+        raise InvalidPauseToken("The pause token is malformed.")
+    try:
+        values = _signer().unsign_object(token)
+    except (signing.BadSignature, ValueError, UnicodeDecodeError) as exc:
+        raise InvalidPauseToken("The pause token's signature does not verify.") from exc
+    if not isinstance(values, list) or len(values) != len(_FIELDS):
+        raise InvalidPauseToken("The pause token's claims are malformed.")
+    claims = PauseClaims(*values)
+    if not isinstance(claims.exp, int) or not isinstance(claims.jti, str):
+        raise InvalidPauseToken("The pause token's claims are malformed.")
+    if claims.exp <= (time.time() if now is None else now):
+        raise PauseTokenExpired()
+    return claims
+
+
+def mint_watch_ticket(run_id: str) -> str:
+    """A short-lived credential to watch one run's stream (DESIGN section 7)."""
+    return signing.TimestampSigner(salt=TICKET_SALT, algorithm="sha256").sign(str(run_id))
+
+
+def verify_watch_ticket(ticket: str, run_id: str, *, max_age: int = TICKET_MAX_AGE) -> bool:
+    if not isinstance(ticket, str) or len(ticket) > MAX_TOKEN_LENGTH:
+        return False
+    try:
+        value = signing.TimestampSigner(salt=TICKET_SALT, algorithm="sha256").unsign(
+            ticket, max_age=max_age
+        )
+    except signing.BadSignature:
+        return False
+    return constant_time_compare(value, str(run_id))
