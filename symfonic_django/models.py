@@ -134,8 +134,9 @@ class Pause(models.Model):
     pin_hash = models.CharField(max_length=64, blank=True, default="")
     session_id = models.CharField(max_length=200, blank=True, default="")
     thread_id = models.CharField(max_length=200, blank=True, default="")
-    checkpoint_id = models.CharField(max_length=200, null=True, blank=True)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # None and "" differ in the signed claims (the seed types it str | None).
+    checkpoint_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    idempotency_key = models.CharField(max_length=200, blank=True, default="")
     # The binding as given (rule B6): strings, beside the FK to the run that paused.
     bound_run_id = models.CharField(max_length=64)
     bound_root_run_id = models.CharField(max_length=64)
@@ -164,7 +165,7 @@ class Pause(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["root_run", "idempotency_key"],
-                condition=Q(idempotency_key__isnull=False),
+                condition=~Q(idempotency_key=""),
                 name="symfonic_pause_idempotency_per_root",
             ),
         ]

@@ -80,7 +80,7 @@ def create_pause(
     else:
         hitl.check_schema(answer_schema)
         digest = ""
-    if idempotency_key is not None:
+    if idempotency_key:
         existing = Pause.objects.filter(root_run_id=run.root_id or run.id,
                                         idempotency_key=idempotency_key).first()
         if existing is not None:
@@ -96,7 +96,7 @@ def create_pause(
         kind=kind, prompt=prompt, action_digest=digest, answer_schema=answer_schema,
         pin_hash=pin_hash(binding.pin), session_id=binding.session_id,
         thread_id=binding.thread_id, checkpoint_id=binding.checkpoint_id,
-        idempotency_key=idempotency_key, bound_run_id=binding.run_id,
+        idempotency_key=idempotency_key or "", bound_run_id=binding.run_id,
         bound_root_run_id=binding.root_run_id, created_at=now,
         expires_at=now + timedelta(seconds=seconds),
     )
@@ -201,7 +201,8 @@ def _leave_pending(
     now = now or timezone.now()
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=pause.run_id)
-        pause = Pause.objects.select_for_update().select_related("answered_by").get(pk=pause.pk)
+        pause = (Pause.objects.select_for_update(of=("self",)).select_related("answered_by")
+                 .get(pk=pause.pk))
         if pause.status != PauseStatus.PENDING or (
             status != PauseStatus.EXPIRED and pause.expires_at <= now
         ):

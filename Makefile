@@ -1,0 +1,56 @@
+# make demo  - set up from nothing and serve the example on 127.0.0.1:8000 (SQLite, no services)
+# make smoke - the demo's headless mode: start -> pause -> approve -> continuation -> completed
+# make test  - set up from nothing and run every test (PostgreSQL, SQLite, Django 5.2 and 6.x)
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install install312 services test demo smoke bench lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+.venv312/.installed: pyproject.toml
+	bash scripts/venv312.sh
+
+install312: .venv312/.installed
+
+services:
+	bash scripts/services.sh
+
+test: install install312 services
+	$(PY) manage.py check --fail-level WARNING
+	$(PY) manage.py makemigrations --check --dry-run
+	bash scripts/test.sh
+
+demo: install
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py seed_demo --pauses 3 > .demo-seed.txt
+	@echo
+	@echo "symfonic_django demo on http://$(HOST):$(PORT)/"
+	@echo "  admin:  http://$(HOST):$(PORT)/admin/"
+	@echo "  logins: admin / admin-demo-pw   alice / alice-demo-pw (acme)   bob / bob-demo-pw (globex)"
+	@cat .demo-seed.txt
+	@echo
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) example_project.asgi:application
+
+smoke: install
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py demo --smoke
+
+bench: install services
+	$(PY) bench/bench_tokens.py
+	$(PY) bench/bench_continuations.py
+
+lint: install
+	$(VENV)/bin/ruff check symfonic_django example_project tests bench
+
+clean:
+	rm -rf $(VENV) .venv312 demo.sqlite3 artifacts .demo-seed.txt

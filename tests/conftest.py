@@ -1,0 +1,65 @@
+"""Shared fixtures. Tests marked ``postgres`` need PostgreSQL: outside it they
+skip locally and fail under CI, never counting a skipped suite as passing."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from symfonic_django.models import Pause, Run
+from symfonic_django.runner import execute_run, start_run
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _is_postgres() -> bool:
+    return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def pytest_runtest_setup(item: Any) -> None:
+    if item.get_closest_marker("postgres") and not _is_postgres():
+        need(False, "needs PostgreSQL (set DATABASE_URL=postgres://...)")
+
+
+def need(condition: bool, why: str) -> None:
+    """Skip locally, fail under CI, when a real service is missing."""
+    if not condition:
+        if IN_CI:
+            pytest.fail(f"required service missing under CI: {why}")
+        pytest.skip(why)
+
+
+@pytest.fixture
+def redis_url() -> str:
+    import redis
+
+    url = os.environ.get("SYMFONIC_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except Exception as exc:  # noqa: BLE001
+        need(False, f"Redis at {url} is not reachable: {exc}")
+    return url
+
+
+@pytest.fixture
+def tenants(db: Any) -> dict[str, Any]:
+    from example_project.shop.models import Tenant
+
+    return {slug: Tenant.objects.get_or_create(slug=slug, defaults={"name": slug.title()})[0]
+            for slug in ("acme", "globex")}
+
+
+def snapshot(pause: Pause) -> dict[str, Any]:
+    """Every column of a pause row, to assert a refusal changed nothing."""
+    return dict(Pause.objects.filter(pk=pause.pk).values().get())
+
+
+def paused_run(agent: str = "echo", input: Any = None, scope: str = "acme") -> tuple[Run, Pause]:
+    """Run a turn in-process until it pauses; return the run and its (first) pause."""
+    run = start_run(agent, input or {}, scope=scope, dispatch=False)
+    assert execute_run(run.pk) == "paused"
+    run.refresh_from_db()
+    return run, Pause.objects.filter(run=run).order_by("created_at").first()
