@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "drf_spectacular",
     "channels",
     "symfonic_django",
     "example_project.shop",
@@ -104,6 +105,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_RATES": {"symfonic_resume": os.environ.get("SYMFONIC_RESUME_RATE", "120/min")},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "symfonic_django API",
+    "DESCRIPTION": "Durable human pauses for agent runs: review, answer, resume, watch.",
+    "VERSION": "1",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 SYMFONIC = {

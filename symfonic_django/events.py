@@ -152,3 +152,19 @@ def wire(row: TurnEvent, root_run_id: str) -> dict[str, Any]:
     ts = row.created_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return {"seq": row.seq, "type": row.type, "run_id": str(row.run_id),
             "root_run_id": root_run_id, "ts": ts, "data": row.data}
+
+
+def wire_rows(rows: list[TurnEvent], root_run_id: str) -> list[dict[str, Any]]:
+    """Stored events in wire form; ``pause.requested`` gets a freshly minted token."""
+    from .models import Pause
+    from .pauses import token_for
+
+    pause_ids = [r.data.get("pause_id") for r in rows if r.type == PauseRequested.type]
+    pauses = {str(p.pk): p for p in Pause.objects.filter(pk__in=pause_ids)} if pause_ids else {}
+    out = []
+    for row in rows:
+        message = wire(row, root_run_id)
+        if row.type == PauseRequested.type and row.data.get("pause_id") in pauses:
+            message["data"] = {**row.data, "token": token_for(pauses[row.data["pause_id"]])}
+        out.append(message)
+    return out

@@ -233,3 +233,21 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_label or 'system'} {self.action} {self.pause_id}"
+
+
+class IdempotentResponse(models.Model):
+    """The first 202 an answer endpoint gave for an ``Idempotency-Key``, per caller."""
+
+    caller = models.CharField(max_length=100)
+    key = models.CharField(max_length=200)
+    status = models.PositiveSmallIntegerField()
+    body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["caller", "key"], name="symfonic_idempotency_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.caller} {self.key}"

@@ -1,0 +1,59 @@
+"""One error body everywhere: ``{"code": "<code>", "detail": "<human sentence>"}``.
+
+Refusals of the state machine (``SymfonicError``) and DRF's own exceptions are
+mapped to the pinned codes of DESIGN section 6.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from ..exceptions import SymfonicError
+
+_DRF_CODES: list[tuple[type[Exception], int, str]] = [
+    (drf.NotAuthenticated, 401, "not_authenticated"),
+    (drf.AuthenticationFailed, 401, "not_authenticated"),
+    (drf.PermissionDenied, 403, "permission_denied"),
+    (drf.NotFound, 404, "not_found"),
+    (Http404, 404, "not_found"),
+    (drf.Throttled, 429, "throttled"),
+    (drf.UnsupportedMediaType, 400, "invalid_request"),
+    (drf.ParseError, 400, "invalid_request"),
+    (drf.ValidationError, 400, "invalid_request"),
+    (drf.MethodNotAllowed, 405, "method_not_allowed"),
+    (drf.NotAcceptable, 406, "not_acceptable"),
+]
+
+
+def _sentence(detail: Any) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{k}: {_sentence(v)}" for k, v in detail.items())
+    if isinstance(detail, list):
+        return " ".join(_sentence(d) for d in detail)
+    return str(detail)
+
+
+def error_response(code: str, detail: str, status: int, headers: dict[str, str] | None = None):
+    return Response({"code": code, "detail": detail}, status=status, headers=headers)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, SymfonicError):
+        return error_response(exc.code, exc.detail, exc.status)
+    for cls, status, code in _DRF_CODES:
+        if isinstance(exc, cls):
+            headers = {}
+            if isinstance(exc, drf.Throttled) and exc.wait is not None:
+                headers["Retry-After"] = str(int(exc.wait))
+            auth_header = getattr(exc, "auth_header", None)
+            if auth_header:
+                headers["WWW-Authenticate"] = auth_header
+            detail = getattr(exc, "detail", None) or str(exc) or code.replace("_", " ")
+            if isinstance(exc, Http404):
+                detail = "Not found."
+            return error_response(code, _sentence(detail), status, headers)
+    return None

@@ -1,0 +1,25 @@
+"""Who may see and answer what: the same rule in the API and the admin.
+
+Visibility is the scope rule (``REVIEWER_SCOPES``): a pause of a scope the
+caller cannot see does not exist for them (404, never 403). Answering also
+needs the ``symfonic_django.answer_pause`` permission (403).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.permissions import BasePermission
+
+ANSWER_PERMISSION = "symfonic_django.answer_pause"
+
+
+def may_answer(user: Any) -> bool:
+    return bool(user and user.is_authenticated and user.has_perm(ANSWER_PERMISSION))
+
+
+class CanAnswerPauses(BasePermission):
+    message = "You may not answer pauses (you lack the answer_pause permission)."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return may_answer(request.user)

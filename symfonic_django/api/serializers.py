@@ -1,0 +1,109 @@
+"""Request and response shapes of the HTTP API (DESIGN section 6, pinned)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from ..models import Pause, Run
+
+
+class PauseSerializer(serializers.ModelSerializer):
+    run_id = serializers.UUIDField(read_only=True)
+    root_run_id = serializers.UUIDField(read_only=True)
+    answered_by = serializers.SerializerMethodField()
+    continuation_run_id = serializers.UUIDField(source="continuation_id", read_only=True,
+                                                allow_null=True)
+    prompt = serializers.JSONField()
+    answer_schema = serializers.JSONField(allow_null=True)
+    answer = serializers.JSONField(allow_null=True)
+
+    class Meta:
+        model = Pause
+        fields = ["id", "kind", "status", "prompt", "answer_schema", "run_id", "root_run_id",
+                  "session_id", "thread_id", "created_at", "expires_at", "answered_at",
+                  "answered_by", "answer", "continuation_run_id"]
+        read_only_fields = fields
+
+    def get_answered_by(self, pause: Pause) -> str | None:
+        if pause.answered_by_id is None:
+            return None
+        return pause.answered_by.get_username()
+
+
+class RunSerializer(serializers.ModelSerializer):
+    root_run_id = serializers.CharField(read_only=True)
+    parent_run_id = serializers.UUIDField(source="parent_id", read_only=True, allow_null=True)
+    resumed_from_pause_id = serializers.UUIDField(source="resumed_from_id", read_only=True,
+                                                  allow_null=True)
+    input = serializers.JSONField()
+    output = serializers.JSONField(allow_null=True)
+    error = serializers.JSONField(allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "agent", "status", "root_run_id", "parent_run_id",
+                  "resumed_from_pause_id", "session_id", "thread_id", "input", "output",
+                  "error", "attempts", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+
+class AnswerRequestSerializer(serializers.Serializer):
+    answer = serializers.JSONField(help_text="A HITLResponse for approvals; a value fitting "
+                                             "answer_schema for questions.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "answer" not in self.initial_data:
+            raise serializers.ValidationError({"answer": "This field is required."})
+        return attrs
+
+
+class ApproveRequestSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    edited_args = serializers.DictField(required=False, help_text="Only for a one-action pause.")
+
+
+class RejectRequestSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+class ResumeRequestSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=4096)
+    answer = serializers.JSONField()
+
+
+class RunCreateRequestSerializer(serializers.Serializer):
+    agent = serializers.CharField(max_length=100)
+    input = serializers.JSONField()
+    session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    thread_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class StreamSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    ticket = serializers.CharField()
+
+
+class AcceptedSerializer(serializers.Serializer):
+    pause = PauseSerializer(allow_null=True)
+    run_id = serializers.UUIDField(allow_null=True)
+    stream = StreamSerializer(allow_null=True)
+
+
+class EventSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    type = serializers.CharField()
+    run_id = serializers.UUIDField()
+    root_run_id = serializers.UUIDField()
+    ts = serializers.CharField()
+    data = serializers.JSONField()
+
+
+class EventPageSerializer(serializers.Serializer):
+    results = EventSerializer(many=True)
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    detail = serializers.CharField()
