@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install312 services test demo smoke bench lint clean
+.PHONY: install install312 services chromium test demo smoke bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,10 @@ install312: .venv312/.installed
 services:
 	bash scripts/services.sh
 
-test: install install312 services
+chromium:
+	bash scripts/chromium.sh
+
+test: install install312 services chromium
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) manage.py makemigrations --check --dry-run
 	bash scripts/test.sh
