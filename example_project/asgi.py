@@ -1,4 +1,4 @@
-"""ASGI entry point: ``example_project.asgi:application`` (HTTP; websockets come later)."""
+"""ASGI entry point: ``example_project.asgi:application`` (HTTP and websocket)."""
 
 import os
 
@@ -7,9 +7,16 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
 django_asgi_app = get_asgi_application()
 
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from example_project.embedded import start_embedded_worker_if_needed  # noqa: E402
+from symfonic_django.routing import websocket_urlpatterns  # noqa: E402
 
 start_embedded_worker_if_needed()
 
-application = django_asgi_app
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})

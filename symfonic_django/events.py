@@ -121,15 +121,20 @@ def persist(run_id: Any, seq: int, event: Event) -> TurnEvent:
     return TurnEvent.objects.create(run_id=run_id, seq=seq, type=event.type, data=event.data())
 
 
-async def aring(run_id: Any, seq: int) -> None:
-    """Announce ``seq`` to the run's watchers; never raises (it is only a doorbell)."""
+async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) -> None:
+    """Announce ``seq`` to the run's watchers; never raises (it is only a doorbell).
+
+    ``message`` is the event's wire form, so a watcher that is exactly one
+    behind can send it without a query; any gap is filled from the database.
+    """
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        await layer.group_send(group_name(run_id), {"type": "symfonic.event", "seq": seq})
+        await layer.group_send(group_name(run_id),
+                               {"type": "symfonic.event", "seq": seq, "event": message})
     except Exception:  # a full or unreachable layer must not fail the turn
         log.warning("channel layer send failed for run %s seq %s", run_id, seq, exc_info=True)
 

@@ -165,7 +165,9 @@ class TurnContext:
             raise LeaseLost(f"run {self.run_id} lost its lease")
         self.seq += 1
         row = await sync_to_async(ev.persist)(self.run.pk, self.seq, event)
-        await ev.aring(self.run.pk, self.seq)
+        # pause.requested goes out with a freshly minted token, so watchers read it from the rows.
+        message = None if event.type == ev.PauseRequested.type else ev.wire(row, self.root_run_id)
+        await ev.aring(self.run.pk, self.seq, message)
         return row
 
     async def pause_requested(self, pause: Pause) -> None:
