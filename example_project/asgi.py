@@ -8,6 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
+from django.conf import settings  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
@@ -15,6 +16,12 @@ from example_project.embedded import start_embedded_worker_if_needed  # noqa: E4
 from symfonic_django.routing import websocket_urlpatterns  # noqa: E402
 
 start_embedded_worker_if_needed()
+
+if settings.DEBUG:
+    # daphne serves no static files (runserver would): the demo's admin needs its CSS and JS.
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,

@@ -1,47 +1,591 @@
-"""Admin registrations. Machine-written rows are read-only here; answers go
-through the pause state machine (the reviewer UI grows in a later change)."""
+"""The reviewer UI in the Django admin.
+
+A reviewer sees only the scopes ``REVIEWER_SCOPES`` grants: every queryset
+here is narrowed to them, and any other object is a real 404 (not the admin's
+usual redirect with a message), so an id from another tenant reveals nothing.
+
+Runs, events, pauses and decisions are machine-written, so they are read-only
+rows. A pause is answered on its own page through ``pauses.answer_pause``,
+or in bulk through ``pauses.approve`` / ``pauses.reject``; the admin never
+writes a status itself, and shows a refusal as the exception's words.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+import json
+import uuid
+from typing import Any
 
-from .models import Decision, Pause, Run, TurnEvent
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+
+from . import pauses
+from .api.permissions import may_answer
+from .exceptions import NotFound, SymfonicError
+from .forms import DECISION_LABELS, answer_form_for, pretty_json
+from .hitl import review_config
+from .models import (
+    AnsweredVia,
+    Decision,
+    Pause,
+    PauseKind,
+    PauseStatus,
+    Run,
+    TurnEvent,
+)
+from .scopes import ALL_SCOPES, reviewer_scope_keys
+
+#: The pause and run pages show at most this many events of a run.
+EVENTS_SHOWN = 200
+SUMMARY_CHARS = 90
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
+def viewer_url(run: Run | None) -> str | None:
+    """Where a reviewer watches ``run`` live after answering.
+
+    ``None`` until the live-turn viewer exists; the reviewer then lands back
+    on the pause page, which shows the decision. The viewer's issue only has
+    to return its URL here.
+    """
+    return None
+
+
+def visible_scopes(request: HttpRequest) -> Any:
+    """The scope keys ``request.user`` may review (or ``ALL_SCOPES``), once per request."""
+    cached = getattr(request, "_symfonic_scope_keys", None)
+    if cached is None:
+        cached = reviewer_scope_keys(request.user)
+        request._symfonic_scope_keys = cached  # type: ignore[attr-defined]
+    return cached
+
+
+# --- what a pause says, in a line and in a table --------------------------------
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def question_text(pause: Pause) -> str:
+    prompt = pause.prompt
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, dict):
+        for key in ("question", "text", "message", "description"):
+            if isinstance(prompt.get(key), str):
+                return prompt[key]
+    return json.dumps(prompt, ensure_ascii=False, default=str)
+
+
+def summarize(pause: Pause) -> str:
+    """One line: the proposed action(s) with their arguments, or the question."""
+    if pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict):
+        calls = []
+        for request in pause.prompt.get("action_requests") or []:
+            args = ", ".join(f"{k}={_scalar(v)}" for k, v in (request.get("args") or {}).items())
+            calls.append(f"{request.get('name')}({args})")
+        text = "; ".join(calls)
+    else:
+        text = question_text(pause)
+    return Truncator(text).chars(SUMMARY_CHARS)
+
+
+def args_rows(args: Any) -> list[tuple[str, str, bool]]:
+    """(name, value, is_json) rows of an arguments table; strings are shown bare."""
+    if not isinstance(args, dict):
+        return [("", _scalar(args), True)]
+    return [(str(k), _scalar(v), not isinstance(v, str)) for k, v in args.items()]
+
+
+def span(seconds: float) -> str:
+    """A short duration for a crowded column: "40 s", "5 min", "3 h", "2 d"."""
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def decision_rows(pause: Pause) -> list[dict[str, Any]]:
+    """What was decided on each action of an answered approval."""
+    answer = pause.answer if isinstance(pause.answer, dict) else {}
+    requests = (pause.prompt or {}).get("action_requests") or []
+    rows = []
+    for request, decision in zip(requests, answer.get("decisions") or [], strict=False):
+        kind = decision.get("type")
+        edited = (decision.get("edited_action") or {}).get("args")
+        rows.append({
+            "name": request.get("name"),
+            "label": dict(Decision.Action.choices).get(kind, kind),
+            "type": kind,
+            "message": decision.get("message", ""),
+            "args": args_rows(edited) if edited is not None else None,
+        })
+    return rows
+
+
+def event_summary(event: TurnEvent) -> str:
+    data = event.data if isinstance(event.data, dict) else {}
+    if "text" in data:
+        return str(data["text"])
+    if event.type.startswith("tool."):
+        text = f"{data.get('name')}({pretty_json(data.get('args'))})"
+        if "result" in data:
+            text += f" → {json.dumps(data['result'], ensure_ascii=False, default=str)}"
+        return Truncator(text).chars(300)
+    return Truncator(json.dumps(data, ensure_ascii=False, default=str)).chars(300)
+
+
+def _events_table(run: Run | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    events = list(TurnEvent.objects.filter(run=run).order_by("seq")[:EVENTS_SHOWN])
+    total = len(events)
+    if total == EVENTS_SHOWN:
+        total = TurnEvent.objects.filter(run=run).count()
+    return {"run": run, "rows": [(e, event_summary(e)) for e in events], "total": total,
+            "truncated": total > len(events)}
+
+
+# --- shared behaviour ---------------------------------------------------------
+
+class ScopeFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "scope"
+
+    def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
+        self.scope_field = model_admin.scope_field
+        super().__init__(request, params, model, model_admin)
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        keys = visible_scopes(request)
+        if keys == ALL_SCOPES:
+            # Every scope in use: read from the two (indexed) scope columns,
+            # never by scanning the much larger event or audit tables.
+            keys = {*Run.objects.order_by().values_list("scope_key", flat=True).distinct(),
+                    *Pause.objects.order_by().values_list("scope_key", flat=True).distinct()}
+        return [(k, k) for k in sorted(keys)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value():
+            return queryset.filter(**{self.scope_field: self.value()})
+        return queryset
+
+
+class ScopedReadOnlyAdmin(admin.ModelAdmin):
+    """Rows of the scopes the user may review, read-only; anything else is a 404."""
+
+    #: The lookup that gives a row's scope key.
+    scope_field = "scope_key"
+
+    class Media:
+        css = {"all": ("symfonic_django/admin.css",)}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        keys = visible_scopes(request)
+        if keys == ALL_SCOPES:
+            return queryset
+        return queryset.filter(**{f"{self.scope_field}__in": keys})
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            # The admin would redirect with "doesn't exist"; a 404 says nothing
+            # about whether the id exists in a scope the user cannot see.
+            raise Http404(f"No {self.opts.verbose_name} with that id.")
+        return obj
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+
+def _json_block(value: Any) -> str:
+    if value is None:
+        return "—"
+    return format_html('<pre class="symfonic-json">{}</pre>', pretty_json(value))
+
+
+def _status_badge(status: str, label: str) -> str:
+    return format_html('<span class="symfonic-status symfonic-status-{}">{}</span>', status, label)
+
+
+def _admin_link(obj: Any, text: str | None = None) -> str:
+    if obj is None:
+        return "—"
+    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, text or str(obj))
+
+
+# --- runs -------------------------------------------------------------------------
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin):
-    list_display = ("id", "agent", "status", "scope_key", "attempts", "created_at")
-    list_filter = ("status", "agent")
-    search_fields = ("id", "scope_key", "session_id", "thread_id")
+class RunAdmin(ScopedReadOnlyAdmin):
+    change_form_template = "admin/symfonic_django/run/change_form.html"
+    list_display = ("short_id", "agent", "status_badge", "scope_key", "pending_pauses",
+                    "attempts", "created_at")
+    list_display_links = ("short_id",)
+    list_filter = ("status", "agent", ScopeFilter)
+    search_fields = ("agent", "scope_key", "session_id", "thread_id")
+    fieldsets = (
+        (None, {"fields": ("id", "agent", "status_badge", "scope_key", "session_id",
+                           "thread_id")}),
+        ("Lineage", {"fields": ("root_link", "parent_link", "resumed_from_link")}),
+        ("Input and outcome", {"fields": ("input_json", "output_json", "error_json")}),
+        ("Worker", {"fields": ("attempts", "worker", "lease_until", "created_at", "started_at",
+                               "finished_at")}),
+    )
+    readonly_fields = ("status_badge", "root_link", "parent_link", "resumed_from_link",
+                       "input_json", "output_json", "error_json")
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(
+            pending_count=Count("pauses", filter=Q(pauses__status=PauseStatus.PENDING)))
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
+        return _with_uuid_search(super().get_search_results(request, queryset, search_term),
+                                 queryset, search_term, ("pk", "root_id", "parent_id"))
+
+    @admin.display(description="run", ordering="created_at")
+    def short_id(self, obj: Run) -> str:
+        return str(obj.pk)[:8]
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Run) -> str:
+        return _status_badge(obj.status, obj.get_status_display())
+
+    @admin.display(description="pending pauses", ordering="pending_count")
+    def pending_pauses(self, obj: Run) -> int:
+        return obj.pending_count
+
+    @admin.display(description="root run")
+    def root_link(self, obj: Run) -> str:
+        return "this run" if obj.root_id in (None, obj.pk) else _admin_link(obj.root)
+
+    @admin.display(description="parent run")
+    def parent_link(self, obj: Run) -> str:
+        return _admin_link(obj.parent)
+
+    @admin.display(description="resumed from pause")
+    def resumed_from_link(self, obj: Run) -> str:
+        return _admin_link(obj.resumed_from)
+
+    @admin.display(description="input")
+    def input_json(self, obj: Run) -> str:
+        return _json_block(obj.input)
+
+    @admin.display(description="output")
+    def output_json(self, obj: Run) -> str:
+        return _json_block(obj.output)
+
+    @admin.display(description="error")
+    def error_json(self, obj: Run) -> str:
+        return _json_block(obj.error)
+
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False,
+                           change: bool = False, form_url: str = "", obj: Any = None):
+        if obj is not None:
+            context["events"] = _events_table(obj)
+            context["run_pauses"] = [
+                (p, summarize(p)) for p in
+                Pause.objects.filter(run=obj).in_scopes(visible_scopes(request))
+                .select_related("answered_by").order_by("created_at")]
+            context["viewer_url"] = viewer_url(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+def _with_uuid_search(result: tuple[QuerySet, bool], queryset: QuerySet, term: str,
+                      fields: tuple[str, ...]) -> tuple[QuerySet, bool]:
+    """Also match a pasted id exactly (text search on UUID columns differs per backend)."""
+    found, may_have_duplicates = result
+    try:
+        value = uuid.UUID(term.strip())
+    except ValueError:
+        return found, may_have_duplicates
+    match = Q()
+    for field in fields:
+        match |= Q(**{field: value})
+    return found | queryset.filter(match), may_have_duplicates
+
+
+# --- pauses ------------------------------------------------------------------------
 
 @admin.register(Pause)
-class PauseAdmin(ReadOnlyAdmin):
-    list_display = ("id", "kind", "status", "scope_key", "created_at", "expires_at",
-                    "answered_by")
-    list_filter = ("status", "kind")
-    search_fields = ("id", "scope_key")
-    list_select_related = ("answered_by",)
+class PauseAdmin(ScopedReadOnlyAdmin):
+    review_template = "admin/symfonic_django/pause/review.html"
+    list_display = ("status_badge", "kind", "summary", "agent", "scope", "age", "expires_in",
+                    "answered")
+    list_display_links = ("summary",)
+    list_filter = ("status", "kind", ScopeFilter)
+    search_fields = ("scope_key", "run__agent", "prompt", "answered_by__username",
+                     "session_id", "thread_id")
+    list_select_related = ("run", "answered_by")
+    ordering = ("-created_at",)
+    actions = ["approve_selected", "reject_selected"]
 
+    class Media:
+        js = ("symfonic_django/review.js",)
+
+    # The changelist columns read only the row, its run and its answerer
+    # (list_select_related): the page costs the same queries for 5 rows or 500.
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Pause) -> str:
+        return _status_badge(obj.status, obj.get_status_display())
+
+    @admin.display(description="action or question")
+    def summary(self, obj: Pause) -> str:
+        return summarize(obj)
+
+    @admin.display(description="agent", ordering="run__agent")
+    def agent(self, obj: Pause) -> str:
+        return obj.run.agent
+
+    @admin.display(description="scope", ordering="scope_key")
+    def scope(self, obj: Pause) -> str:
+        return obj.scope_key
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, obj: Pause) -> str:
+        return span((timezone.now() - obj.created_at).total_seconds())
+
+    @admin.display(description="expires", ordering="expires_at")
+    def expires_in(self, obj: Pause) -> str:
+        if obj.status != PauseStatus.PENDING:
+            return "—"
+        left = (obj.expires_at - timezone.now()).total_seconds()
+        return f"in {span(left)}" if left > 0 else "overdue"
+
+    @admin.display(description="answered by", ordering="answered_at")
+    def answered(self, obj: Pause) -> str:
+        if obj.answered_by is not None:
+            return f"{obj.answered_by.get_username()} ({obj.get_answered_via_display().lower()})"
+        return obj.get_answered_via_display().lower() or "—"
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
+        return _with_uuid_search(super().get_search_results(request, queryset, search_term),
+                                 queryset, search_term,
+                                 ("pk", "run_id", "root_run_id", "continuation_id"))
+
+    # --- answering ------------------------------------------------------------------
+
+    def has_answer_permission(self, request: HttpRequest) -> bool:
+        """The ``symfonic_django.answer_pause`` permission (scope is checked per pause)."""
+        return may_answer(request.user)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """The pause page: the prompt, the answer form, the decision and its history."""
+        pause = self.get_object(request, unquote(object_id))
+        if not self.has_view_permission(request, pause):
+            raise PermissionDenied
+        can_answer = self.has_answer_permission(request)
+        form = None
+        if request.method == "POST":
+            if not can_answer:
+                raise PermissionDenied
+            form = answer_form_for(pause, data=request.POST)
+            if form.is_valid():
+                return self._answer(request, pause, form)
+            messages.error(request, format_html(
+                "The answer was not sent: {}", " ".join(_form_errors(form))))
+        elif pause.is_pending and can_answer and pause.expires_at > timezone.now():
+            form = answer_form_for(pause)
+        return self._render_review(request, pause, form, can_answer, extra_context)
+
+    def _answer(self, request: HttpRequest, pause: Pause, form: Any) -> HttpResponse:
+        page = reverse("admin:symfonic_django_pause_change", args=[pause.pk])
+        try:
+            resolution = pauses.answer_pause(
+                pause.pk, form.answer, actor=request.user, via=AnsweredVia.ADMIN,
+                visible=visible_scopes(request), comment=form.comment)
+        except NotFound as exc:
+            raise Http404(exc.detail) from None
+        except SymfonicError as exc:
+            messages.error(request, exc.detail)
+            pause.refresh_from_db()
+            if not pause.is_pending:
+                return HttpResponseRedirect(page)  # show who answered it, and when
+            return self._render_review(request, pause, form, True, None)
+        messages.success(request, _answered_message(resolution))
+        return HttpResponseRedirect(viewer_url(resolution.continuation) or page)
+
+    def _render_review(self, request: HttpRequest, pause: Pause, form: Any, can_answer: bool,
+                       extra_context: dict[str, Any] | None) -> TemplateResponse:
+        pause = (Pause.objects.select_related("run", "answered_by", "continuation")
+                 .get(pk=pause.pk))
+        if not pause.is_pending:
+            form = None  # a closed pause shows its decision, never a form
+        is_approval = pause.kind == PauseKind.APPROVAL
+        actions = []
+        if is_approval:
+            for i, action in enumerate(pause.prompt.get("action_requests") or []):
+                config = review_config(pause.prompt, action["name"])
+                actions.append({
+                    "index": i, "name": action["name"],
+                    "description": action.get("description", ""),
+                    "args": args_rows(action.get("args", {})),
+                    "allowed": [DECISION_LABELS.get(d, d)
+                                for d in config.get("allowed_decisions", [])],
+                    "args_schema": (pretty_json(config["args_schema"])
+                                    if config.get("args_schema") else ""),
+                    "fields": form.action_fields(i) if form is not None else {},
+                })
+        history = list(Decision.objects.filter(pause=pause).select_related("actor")
+                       .order_by("created_at"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "original": pause,
+            "pause": pause,
+            "title": (f"Approval: {', '.join(a['name'] for a in actions)}" if is_approval
+                      else "Question"),
+            "subtitle": f"{pause.get_kind_display()} pause {pause.pk}",
+            "is_approval": is_approval,
+            "actions": actions,
+            "question": None if is_approval else question_text(pause),
+            "question_description": (pause.prompt.get("description", "")
+                                     if not is_approval and isinstance(pause.prompt, dict)
+                                     else ""),
+            "answer_schema": pretty_json(pause.answer_schema) if pause.answer_schema else "",
+            "form": form,
+            "can_answer": can_answer,
+            "decided": decision_rows(pause) if is_approval else [],
+            "answer_json": None if pause.answer is None else pretty_json(pause.answer),
+            "answer_rows": (args_rows(pause.answer)
+                            if not is_approval and isinstance(pause.answer, dict) else None),
+            "history": [(d, "" if d.answer is None else _scalar(d.answer)) for d in history],
+            "events": _events_table(pause.continuation),
+            "asked_events": _events_table(pause.run),
+            "negative": is_approval and any(
+                row["type"] in ("reject", "respond") for row in decision_rows(pause)),
+            "expires_in": self.expires_in(pause),
+            "age": self.age(pause),
+            "viewer_url": viewer_url(pause.continuation),
+            "media": self.media + form.media if form is not None else self.media,
+            "has_view_permission": True,
+            **(extra_context or {}),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.review_template, context)
+
+    # --- bulk actions -------------------------------------------------------------------
+
+    @admin.action(permissions=["answer"], description="Approve selected pauses")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._bulk(request, queryset, pauses.approve, "approved")
+
+    @admin.action(permissions=["answer"], description="Reject selected pauses")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._bulk(request, queryset, pauses.reject, "rejected")
+
+    def _bulk(self, request: HttpRequest, queryset: QuerySet, transition: Any, verb: str) -> None:
+        """Each pause goes through the state machine on its own; refusals are listed."""
+        done, refused = 0, []
+        for pause in queryset.select_related(None).order_by("created_at"):
+            try:
+                transition(pause.pk, actor=request.user, via=AnsweredVia.ADMIN,
+                           visible=visible_scopes(request))
+            except SymfonicError as exc:
+                refused.append((f"{summarize(pause)} ({str(pause.pk)[:8]})", exc.detail))
+            else:
+                done += 1
+        if done:
+            messages.success(request, f"{verb.capitalize()} {done} pause{'s' * (done != 1)}.")
+        if refused:
+            count = len(refused)
+            messages.warning(request, format_html(
+                "{} pause{} {} not {}:<ul>{}</ul>", count, "s" * (count != 1),
+                "were" if count != 1 else "was", verb,
+                format_html_join("", "<li>{}: {}</li>", refused)))
+
+
+def _form_errors(form: Any) -> list[str]:
+    """Every error of ``form`` as a sentence that names what it is about."""
+    words = []
+    for name, errors in form.errors.items():
+        field = form.fields.get(name)
+        subject = getattr(field, "subject", None) or (field.label if field else "")
+        for error in errors:
+            words.append(error if not subject or subject in error else f"{subject}: {error}")
+    return words
+
+
+def _answered_message(resolution: pauses.Resolution) -> str:
+    pause = resolution.pause
+    if resolution.continuation is not None:
+        return (f"Your answer was recorded; the agent continues in run "
+                f"{str(resolution.continuation.pk)[:8]}.")
+    pending = Pause.objects.filter(run_id=pause.run_id, status=PauseStatus.PENDING).count()
+    if pending:
+        return (f"Your answer was recorded; the run continues once its other "
+                f"{pending} pending pause{'s' * (pending != 1)} are answered.")
+    return "Your answer was recorded."
+
+
+# --- events and decisions --------------------------------------------------------------
 
 @admin.register(TurnEvent)
-class TurnEventAdmin(ReadOnlyAdmin):
-    list_display = ("run", "seq", "type", "created_at")
-    list_filter = ("type",)
+class TurnEventAdmin(ScopedReadOnlyAdmin):
+    scope_field = "run__scope_key"
+    list_display = ("run_short", "seq", "type", "summary", "created_at")
+    list_filter = ("type", ScopeFilter)
+    list_select_related = ("run",)
+    fields = ("run_link", "seq", "type", "data_json", "created_at")
+    readonly_fields = ("run_link", "data_json")
+
+    @admin.display(description="run", ordering="run")
+    def run_short(self, obj: TurnEvent) -> str:
+        return f"{obj.run.agent} {str(obj.run_id)[:8]}"
+
+    @admin.display(description="data")
+    def summary(self, obj: TurnEvent) -> str:
+        return Truncator(event_summary(obj)).chars(SUMMARY_CHARS)
+
+    @admin.display(description="run")
+    def run_link(self, obj: TurnEvent) -> str:
+        return _admin_link(obj.run)
+
+    @admin.display(description="data")
+    def data_json(self, obj: TurnEvent) -> str:
+        return _json_block(obj.data)
 
 
 @admin.register(Decision)
-class DecisionAdmin(ReadOnlyAdmin):
-    list_display = ("pause", "action", "actor_label", "via", "created_at")
-    list_filter = ("action", "via")
+class DecisionAdmin(ScopedReadOnlyAdmin):
+    scope_field = "pause__scope_key"
+    list_display = ("created_at", "action", "who", "via", "pause_summary")
+    list_filter = ("action", "via", ScopeFilter)
+    list_select_related = ("pause", "actor")
+    fields = ("pause_link", "action", "who", "via", "comment", "answer_json", "created_at")
+    readonly_fields = ("pause_link", "who", "answer_json")
+
+    @admin.display(description="who", ordering="actor_label")
+    def who(self, obj: Decision) -> str:
+        return obj.actor.get_username() if obj.actor is not None else obj.actor_label
+
+    @admin.display(description="pause")
+    def pause_summary(self, obj: Decision) -> str:
+        return summarize(obj.pause)
+
+    @admin.display(description="pause")
+    def pause_link(self, obj: Decision) -> str:
+        return _admin_link(obj.pause, summarize(obj.pause))
+
+    @admin.display(description="answer")
+    def answer_json(self, obj: Decision) -> str:
+        return _json_block(obj.answer)

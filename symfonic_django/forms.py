@@ -1,0 +1,240 @@
+"""The reviewer's answer forms, built from the pause itself.
+
+An approval's form follows its ``HITLRequest``: per action request, one choice
+among that action's ``allowed_decisions`` (approve, edit & approve, reject,
+respond), a JSON editor for the edited arguments and a message. A question's
+form is generated from its ``answer_schema``. Either form only *builds* the
+answer (``form.answer``) and checks it with the same rules the state machine
+applies (``hitl``), so a reviewer sees a mistake next to the field; the
+answer itself is then given to ``pauses.answer_pause``, which checks again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from . import hitl
+from .exceptions import InvalidAnswer
+from .models import Pause, PauseKind
+
+DECISION_LABELS = {
+    "approve": "Approve",
+    "edit": "Edit & approve",
+    "reject": "Reject",
+    "respond": "Respond",
+}
+
+#: A string field longer than this is edited in a textarea.
+LONG_TEXT = 200
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+# --- approvals ---------------------------------------------------------------
+
+class ApprovalForm(forms.Form):
+    """One decision per action request; ``answer`` is the resulting ``HITLResponse``."""
+
+    def __init__(self, pause: Pause, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pause = pause
+        self.requests: list[dict[str, Any]] = pause.prompt["action_requests"]
+        self.answer: dict[str, Any] | None = None
+        for i, request in enumerate(self.requests):
+            name = request["name"]
+            allowed = self.allowed(i)
+            self.fields[f"decision_{i}"] = forms.ChoiceField(
+                label=f"Decision on {name}",
+                choices=[(d, DECISION_LABELS[d]) for d in allowed],
+                widget=forms.RadioSelect(attrs={"class": "symfonic-decision"}),
+                error_messages={"required": f"Choose a decision for {name}."},
+            )
+            if "edit" in allowed:
+                self.fields[f"args_{i}"] = forms.CharField(
+                    label=f"Arguments of {name} (JSON)", required=False, strip=False,
+                    initial=pretty_json(request.get("args", {})),
+                    widget=forms.Textarea(attrs={"rows": max(4, len(request.get("args", {})) + 3),
+                                                 "class": "symfonic-json", "spellcheck": "false"}),
+                    help_text="Used with “Edit & approve”: the arguments the action runs with.",
+                )
+            if {"reject", "respond"} & set(allowed):
+                self.fields[f"message_{i}"] = forms.CharField(
+                    label="Message to the agent", required=False,
+                    widget=forms.Textarea(attrs={"rows": 2}),
+                    help_text=("Required to respond; an optional reason when rejecting."
+                               if "respond" in allowed else "An optional reason for rejecting."),
+                )
+            for part in ("decision", "args", "message"):
+                if f"{part}_{i}" in self.fields:
+                    # Error messages are prefixed with what they are about, unless they say it.
+                    self.fields[f"{part}_{i}"].subject = name  # type: ignore[attr-defined]
+
+    def allowed(self, index: int) -> list[str]:
+        config = hitl.review_config(self.pause.prompt, self.requests[index]["name"])
+        return [d for d in config.get("allowed_decisions", hitl.DECISION_TYPES)
+                if d in DECISION_LABELS]
+
+    def _decision(self, index: int, kind: str) -> tuple[dict[str, Any] | None, str]:
+        """The decision for one action and the field its mistakes belong to."""
+        name = self.requests[index]["name"]
+        message = (self.cleaned_data.get(f"message_{index}") or "").strip()
+        if kind == "edit":
+            field = f"args_{index}"
+            raw = self.cleaned_data.get(field) or ""
+            try:
+                args = json.loads(raw)
+            except ValueError as exc:
+                self.add_error(field, f"The arguments of {name} are not valid JSON: {exc}.")
+                return None, field
+            return {"type": "edit", "edited_action": {"name": name, "args": args}}, field
+        if kind in ("reject", "respond"):
+            decision: dict[str, Any] = {"type": kind}
+            if message:
+                decision["message"] = message
+            return decision, f"message_{index}"
+        return {"type": "approve"}, f"decision_{index}"
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        decisions = []
+        for i, request in enumerate(self.requests):
+            kind = cleaned.get(f"decision_{i}")
+            if not kind:
+                continue  # the field already carries its error
+            decision, field = self._decision(i, kind)
+            if decision is None:
+                continue
+            # The state machine's own rule, applied to this one action so the
+            # mistake is shown next to its field.
+            single = {"action_requests": [request],
+                      "review_configs": [hitl.review_config(self.pause.prompt, request["name"])]}
+            try:
+                hitl.validate_response(single, {"decisions": [decision]})
+            except InvalidAnswer as exc:
+                self.add_error(field if field in self.fields else None, exc.detail)
+                continue
+            decisions.append(decision)
+        if not self.errors:
+            self.answer = {"decisions": decisions}
+        return cleaned
+
+    @property
+    def comment(self) -> str:
+        """The reviewer's messages, for the audit row."""
+        if not self.is_valid():
+            return ""
+        return "\n".join(d["message"] for d in self.answer["decisions"] if d.get("message"))
+
+    def action_fields(self, index: int) -> dict[str, Any]:
+        """The bound fields of one action, for the template."""
+        return {part: self[f"{part}_{index}"] for part in ("decision", "args", "message")
+                if f"{part}_{index}" in self.fields}
+
+
+# --- questions -----------------------------------------------------------------
+
+def _main_type(schema: dict[str, Any]) -> str | None:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    return kind
+
+
+def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
+    """A form field for one JSON Schema: enum → select, boolean → checkbox,
+    integer / number → number inputs, string → text (textarea when long),
+    anything else → a JSON textarea."""
+    schema = schema if isinstance(schema, dict) else {}
+    common: dict[str, Any] = {"label": schema.get("title") or label,
+                              "help_text": schema.get("description", "")}
+    if "default" in schema:
+        common["initial"] = schema["default"]
+    if "enum" in schema:
+        # An empty first choice even when required: the reviewer picks, nothing is preselected.
+        choices = [("", "---------"), *((json.dumps(v), str(v)) for v in schema["enum"])]
+        if "initial" in common:
+            common["initial"] = json.dumps(common["initial"])
+        return forms.TypedChoiceField(choices=choices, coerce=json.loads, empty_value=None,
+                                      required=required, **common)
+    kind = _main_type(schema)
+    if kind == "boolean":
+        # A checkbox always answers: unticked is False, never "missing".
+        return forms.BooleanField(required=False, **common)
+    if kind == "integer":
+        return forms.IntegerField(required=required, min_value=schema.get("minimum"),
+                                  max_value=schema.get("maximum"), **common)
+    if kind == "number":
+        return forms.FloatField(required=required, min_value=schema.get("minimum"),
+                                max_value=schema.get("maximum"),
+                                widget=forms.NumberInput(attrs={"step": "any"}), **common)
+    if kind == "string":
+        max_length = schema.get("maxLength")
+        long = schema.get("format") == "textarea" or (max_length or 0) > LONG_TEXT
+        return forms.CharField(required=required, max_length=max_length,
+                               min_length=schema.get("minLength"),
+                               widget=forms.Textarea(attrs={"rows": 4}) if long else None,
+                               **common)
+    common["help_text"] = common["help_text"] or "A JSON value."
+    return forms.JSONField(required=required,
+                           widget=forms.Textarea(attrs={"rows": 4, "class": "symfonic-json"}),
+                           **common)
+
+
+class QuestionForm(forms.Form):
+    """Fields generated from the question's ``answer_schema``; ``answer`` is the value.
+
+    An object schema with ``properties`` gives one field per property (empty
+    optional ones are left out of the answer); any other schema gives a
+    single field; no schema at all gives a free-text answer.
+    """
+
+    ROOT = "answer"
+    #: A question's answer carries no separate message for the audit row.
+    comment = ""
+
+    def __init__(self, pause: Pause, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("prefix", "q")
+        super().__init__(*args, **kwargs)
+        self.pause = pause
+        self.schema = pause.answer_schema
+        self.answer: Any = None
+        schema = self.schema if isinstance(self.schema, dict) else None
+        self.per_property = bool(schema and _main_type(schema) in ("object", None)
+                                 and isinstance(schema.get("properties"), dict)
+                                 and schema["properties"])
+        if self.per_property:
+            required = set(schema.get("required") or [])
+            for name, sub in schema["properties"].items():
+                self.fields[name] = field_for(sub, required=name in required,
+                                              label=name.replace("_", " ").capitalize())
+        elif schema:
+            self.fields[self.ROOT] = field_for(schema, required=True, label="Answer")
+        else:
+            self.fields[self.ROOT] = forms.CharField(
+                label="Answer", widget=forms.Textarea(attrs={"rows": 4}))
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        if self.per_property:
+            answer = {name: value for name, value in cleaned.items()
+                      if value is not None and value != ""}
+        else:
+            answer = cleaned.get(self.ROOT)
+        try:
+            self.answer = hitl.validate_question_answer(self.schema, answer)
+        except InvalidAnswer as exc:
+            self.add_error(None, exc.detail)
+        return cleaned
+
+
+def answer_form_for(pause: Pause, data: Any = None) -> ApprovalForm | QuestionForm:
+    """The form that answers ``pause``, bound to ``data`` when given."""
+    form_class = ApprovalForm if pause.kind == PauseKind.APPROVAL else QuestionForm
+    return form_class(pause, data=data)

@@ -1,0 +1,531 @@
+"""The reviewer UI in the Django admin: scoping, the answer forms, bulk actions.
+
+Every answer goes through the pause state machine; these tests look at what
+it leaves behind (the pause row, its audit row, the continuation run, the
+refund the agent records), and at what the reviewer is told.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.contrib.messages import get_messages
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from example_project.shop.management.commands.seed_demo import seed_users
+from example_project.shop.models import Membership, Refund, Tenant
+from symfonic_django import pauses
+from symfonic_django.binding import PauseBinding
+from symfonic_django.models import (
+    Decision,
+    Pause,
+    PauseKind,
+    PauseStatus,
+    Run,
+    RunStatus,
+    TurnEvent,
+)
+from symfonic_django.runner import execute_run, start_run
+
+from .conftest import snapshot
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "admin:symfonic_django_pause_changelist"
+
+
+def page(pause: Pause) -> str:
+    return reverse("admin:symfonic_django_pause_change", args=[pause.pk])
+
+
+def login(name: str) -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=name))
+    return client
+
+
+def messages_of(response: Any) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+@pytest.fixture
+def users(tenants: dict[str, Tenant]) -> dict[str, Any]:
+    return seed_users()
+
+
+def refund_pause(scope: str = "acme", amount: float = 40, order: str = "A-1") -> Pause:
+    """A pending approval from the example's refund agent (its first turn, in-process)."""
+    run = start_run("refund", {"order_id": order, "amount": amount}, scope=scope, dispatch=False)
+    assert execute_run(run.pk) == RunStatus.PAUSED
+    return Pause.objects.get(run=run)
+
+
+def bare_pause(scope: str = "acme", *, kind: str = PauseKind.APPROVAL, prompt: Any = None,
+               answer_schema: Any = None, agent: str = "refund") -> Pause:
+    """A pause row on a paused run, written directly (fast, for shapes the agents don't ask)."""
+    run = Run(agent=agent, scope_key=scope, status=RunStatus.PAUSED, input={})
+    run.root_id = run.id
+    run.save(force_insert=True)
+    binding = PauseBinding(pin=None, scope=None, run_id=str(run.id), root_run_id=str(run.id),
+                           session_id="", thread_id="", checkpoint_id=None)
+    if prompt is None:
+        prompt = ({"question": "Which colour?"} if kind == PauseKind.QUESTION else
+                  {"action_requests": [{"name": "refund", "args": {"order_id": "B-2", "amount": 5}}]})
+    pause, _ = pauses.create_pause(run=run, binding=binding, kind=kind, prompt=prompt,
+                                   answer_schema=answer_schema)
+    return pause
+
+
+def post_answer(client: Client, pause: Pause, data: dict[str, Any], **kwargs: Any) -> Any:
+    return client.post(page(pause), data, **kwargs)
+
+
+# --- scoping --------------------------------------------------------------------------
+
+def test_reviewer_sees_only_the_pauses_of_her_scopes(users):
+    acme = [refund_pause("acme", order=f"ACME-{i}") for i in range(2)]
+    globex = refund_pause("globex", order="GLOBEX-1")
+    response = login("alice").get(reverse(CHANGELIST))
+    assert response.status_code == 200
+    shown = {p.pk for p in response.context["cl"].result_list}
+    assert shown == {p.pk for p in acme}
+    body = response.content.decode()
+    assert "ACME-0" in body and "GLOBEX-1" not in body
+    assert str(globex.pk) not in body
+
+
+def test_a_pause_of_another_scope_is_a_404_not_a_redirect(users):
+    pause = refund_pause("acme")
+    bob = login("bob")
+    assert bob.get(page(pause)).status_code == 404
+    assert bob.post(page(pause), {"decision_0": "approve"}).status_code == 404
+    history = reverse("admin:symfonic_django_pause_history", args=[pause.pk])
+    assert bob.get(history).status_code == 404
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
+
+
+def test_runs_events_and_decisions_of_another_scope_are_404(users):
+    pause = refund_pause("acme")
+    pauses.approve(pause.pk, actor=None)
+    event = TurnEvent.objects.filter(run=pause.run).first()
+    decision = Decision.objects.get(pause=pause)
+    alice, bob = login("alice"), login("bob")
+    for name, pk in (("run", pause.run_id), ("turnevent", event.pk), ("decision", decision.pk)):
+        url = reverse(f"admin:symfonic_django_{name}_change", args=[pk])
+        assert alice.get(url).status_code == 200, name
+        assert bob.get(url).status_code == 404, name
+        listing = bob.get(reverse(f"admin:symfonic_django_{name}_changelist"))
+        assert listing.context["cl"].result_count == 0, name
+
+
+def test_an_unknown_or_malformed_id_is_a_404(users):
+    alice = login("alice")
+    assert alice.get(reverse("admin:symfonic_django_pause_change",
+                             args=["00000000-0000-0000-0000-000000000000"])).status_code == 404
+    assert alice.get("/admin/symfonic_django/pause/not-a-uuid/change/").status_code == 404
+
+
+def test_superuser_sees_every_scope(users):
+    refund_pause("acme")
+    refund_pause("globex")
+    response = login("admin").get(reverse(CHANGELIST))
+    assert {p.scope_key for p in response.context["cl"].result_list} == {"acme", "globex"}
+    scope_filter = next(f for f in response.context["cl"].filter_specs if f.title == "scope")
+    assert [value for value, _ in scope_filter.lookup_choices] == ["acme", "globex"]
+
+
+def test_scope_filter_offers_only_granted_scopes_and_search_finds_an_order(users):
+    refund_pause("acme", order="ACME-777")
+    refund_pause("acme", order="ACME-888")
+    refund_pause("globex", order="GLOBEX-777")
+    alice = login("alice")
+    response = alice.get(reverse(CHANGELIST))
+    scope_filter = next(f for f in response.context["cl"].filter_specs if f.title == "scope")
+    assert [value for value, _ in scope_filter.lookup_choices] == ["acme"]
+    found = alice.get(reverse(CHANGELIST), {"q": "777"}).context["cl"].result_list
+    assert [p.prompt["action_requests"][0]["args"]["order_id"] for p in found] == ["ACME-777"]
+    by_id = alice.get(reverse(CHANGELIST), {"q": str(found[0].pk)}).context["cl"].result_list
+    assert [p.pk for p in by_id] == [found[0].pk]
+
+
+def test_run_changelist_is_scoped_and_finds_a_pasted_run_id(users):
+    mine = refund_pause("acme")
+    theirs = refund_pause("globex")
+    runs = reverse("admin:symfonic_django_run_changelist")
+    alice = login("alice")
+    listed = alice.get(runs).context["cl"].result_list
+    assert [r.pk for r in listed] == [mine.run_id]
+    assert listed[0].pending_count == 1
+    assert [r.pk for r in alice.get(runs, {"q": str(mine.run_id)}).context["cl"].result_list] == [
+        mine.run_id]
+    assert alice.get(runs, {"q": str(theirs.run_id)}).context["cl"].result_count == 0
+
+
+def test_changelist_shows_status_kind_summary_agent_scope_age_expiry_and_answerer(users):
+    answered = refund_pause("acme", order="ACME-1", amount=12.5)
+    refund_pause("acme", order="ACME-2")
+    pauses.approve(answered.pk, actor=get_user_model().objects.get(username="alice"),
+                   via="admin")
+    body = login("alice").get(reverse(CHANGELIST)).content.decode()
+    # (PostgreSQL's jsonb keeps its own key order, so the arguments are checked one by one.)
+    for text in ("Pending", "Answered", "Approval", "refund(", "order_id=ACME-1", "amount=12.5",
+                 "acme", "alice (admin)", "in 23 h"):
+        assert text in body, text
+    assert re.search(r'class="field-age">\d+ s</td>', body)
+
+
+def test_changelist_query_count_does_not_grow_with_rows(users):
+    alice = login("alice")
+
+    def queries_for(n: int) -> int:
+        Pause.objects.all().delete()
+        for _ in range(n):
+            bare_pause("acme")
+        alice.get(reverse(CHANGELIST))  # warm the session and permission caches
+        with CaptureQueriesContext(connection) as captured:
+            response = alice.get(reverse(CHANGELIST))
+        assert response.context["cl"].result_count == n
+        return len(captured)
+
+    assert queries_for(5) == queries_for(50)
+
+
+# --- the pause page -----------------------------------------------------------------
+
+def test_pause_page_shows_the_action_its_arguments_and_description(users):
+    pause = refund_pause("acme", amount=40, order="ACME-42")
+    response = login("alice").get(page(pause))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Refund 40 on order ACME-42" in body  # the description
+    assert "<td>order_id</td><td>ACME-42</td>" in body  # the arguments table
+    assert "<td>amount</td><td><code>40</code></td>" in body
+    form = response.context["form"]
+    assert [c for c, _ in form.fields["decision_0"].choices] == [
+        "approve", "edit", "reject", "respond"]
+    assert '"amount": 40' in form["args_0"].value()  # the editor starts from the proposal
+
+
+def test_only_the_allowed_decisions_are_offered_and_accepted(users):
+    pause = bare_pause(prompt={
+        "action_requests": [{"name": "ship", "args": {"qty": 1}}],
+        "review_configs": [{"action_name": "ship", "allowed_decisions": ["approve", "reject"]}]})
+    alice = login("alice")
+    form = alice.get(page(pause)).context["form"]
+    assert [c for c, _ in form.fields["decision_0"].choices] == ["approve", "reject"]
+    assert "args_0" not in form.fields
+    before = snapshot(pause)
+    response = post_answer(alice, pause, {"decision_0": "edit", "args_0": '{"qty": 2}'})
+    assert response.status_code == 200
+    assert any("not one of the available choices" in m for m in messages_of(response))
+    assert snapshot(pause) == before
+
+
+def test_approve_sends_one_hitl_response_and_lands_on_the_pause_page(
+        users, django_capture_on_commit_callbacks):
+    pause = refund_pause("acme", amount=40, order="ACME-5")
+    alice = login("alice")
+    with django_capture_on_commit_callbacks() as dispatched:
+        response = post_answer(alice, pause, {"decision_0": "approve", "args_0": "{}"})
+    assert response.status_code == 302 and response["Location"] == page(pause)
+    pause.refresh_from_db()
+    assert pause.status == PauseStatus.ANSWERED
+    assert pause.answer == {"decisions": [{"type": "approve"}]}
+    assert pause.answered_by.username == "alice" and pause.answered_via == "admin"
+    decision = Decision.objects.get(pause=pause)
+    assert (decision.action, decision.via, decision.actor_label) == ("approve", "admin", "alice")
+    assert len(dispatched) == 1  # run_continuation is sent once the answer commits
+    shown = alice.get(page(pause))
+    body = shown.content.decode()
+    assert 'id="decision"' in body and "Approved" in body and "by <strong>alice</strong>" in body
+    assert shown.context["form"] is None
+    assert execute_run(pause.continuation_id) == RunStatus.COMPLETED
+    assert Refund.objects.get().amount == Decimal("40")
+
+
+def test_edit_and_approve_runs_the_action_with_the_edited_arguments(users):
+    pause = refund_pause("acme", amount=40, order="ACME-6")
+    response = post_answer(login("alice"), pause, {
+        "decision_0": "edit", "args_0": '{"order_id": "ACME-6", "amount": 25.5}'})
+    assert response.status_code == 302
+    pause.refresh_from_db()
+    assert pause.answer == {"decisions": [{"type": "edit", "edited_action": {
+        "name": "refund", "args": {"order_id": "ACME-6", "amount": 25.5}}}]}
+    assert Decision.objects.get(pause=pause).action == "edit"
+    assert execute_run(pause.continuation_id) == RunStatus.COMPLETED
+    refund = Refund.objects.get()
+    assert (refund.order_id, refund.amount) == ("ACME-6", Decimal("25.50"))
+    body = login("alice").get(page(pause)).content.decode()
+    assert "Edited and approved" in body and "<td>amount</td><td><code>25.5</code></td>" in body
+
+
+@pytest.mark.parametrize("args, words", [
+    ('{"order_id": "ACME-7", "amount": -5}', "do not fit its schema"),
+    ('{"order_id": "ACME-7", "amount": 5, "extra": 1}', "do not fit its schema"),
+    ('{"order_id": "ACME-7", amount: 5}', "not valid JSON"),
+    ('[1, 2]', "must be an object"),
+])
+def test_an_invalid_edit_is_refused_in_words_and_changes_nothing(users, args, words):
+    pause = refund_pause("acme", amount=40, order="ACME-7")
+    before = snapshot(pause)
+    response = post_answer(login("alice"), pause, {"decision_0": "edit", "args_0": args})
+    assert response.status_code == 200
+    said = " ".join(messages_of(response))
+    assert "The answer was not sent" in said and words in said
+    assert "Traceback" not in response.content.decode()
+    assert response.context["form"]["args_0"].value() == args  # the reviewer's text is kept
+    assert snapshot(pause) == before
+    assert not Decision.objects.filter(pause=pause).exists()
+
+
+def test_reject_with_a_message(users):
+    pause = refund_pause("acme", order="ACME-8")
+    post_answer(login("alice"), pause, {"decision_0": "reject", "message_0": "Duplicate order"})
+    pause.refresh_from_db()
+    assert pause.answer == {"decisions": [{"type": "reject", "message": "Duplicate order"}]}
+    decision = Decision.objects.get(pause=pause)
+    assert (decision.action, decision.comment) == ("reject", "Duplicate order")
+    assert execute_run(pause.continuation_id) == RunStatus.COMPLETED
+    assert not Refund.objects.exists()
+
+
+def test_respond_needs_a_message(users):
+    pause = refund_pause("acme", order="ACME-9")
+    alice = login("alice")
+    before = snapshot(pause)
+    response = post_answer(alice, pause, {"decision_0": "respond", "message_0": "  "})
+    assert any("needs a message" in m for m in messages_of(response))
+    assert snapshot(pause) == before
+    post_answer(alice, pause, {"decision_0": "respond", "message_0": "Ask for the receipt"})
+    pause.refresh_from_db()
+    assert pause.answer == {"decisions": [{"type": "respond", "message": "Ask for the receipt"}]}
+
+
+def test_no_decision_chosen_is_refused(users):
+    pause = refund_pause("acme")
+    response = post_answer(login("alice"), pause, {})
+    assert any("Choose a decision for refund" in m for m in messages_of(response))
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
+
+
+def test_several_actions_are_answered_with_one_response(users):
+    pause = bare_pause(prompt={"action_requests": [
+        {"name": "refund", "args": {"order_id": "M-1", "amount": 3}},
+        {"name": "email", "args": {"to": "c@example.com"}, "description": "Tell the customer"},
+    ]})
+    alice = login("alice")
+    body = alice.get(page(pause)).content.decode()
+    assert "Tell the customer" in body and "c@example.com" in body
+    post_answer(alice, pause, {"decision_0": "edit", "args_0": '{"order_id": "M-1", "amount": 2}',
+                               "decision_1": "reject", "message_1": "not needed"})
+    pause.refresh_from_db()
+    assert pause.answer == {"decisions": [
+        {"type": "edit", "edited_action": {"name": "refund",
+                                           "args": {"order_id": "M-1", "amount": 2}}},
+        {"type": "reject", "message": "not needed"},
+    ]}
+
+
+def test_an_already_answered_pause_says_who_answered_and_when(users):
+    pause = refund_pause("acme")
+    alice = login("alice")
+    stale = alice.get(page(pause))  # alice opened the page while it was pending
+    assert stale.context["form"] is not None
+    admin_user = get_user_model().objects.get(username="admin")
+    pauses.reject(pause.pk, actor=admin_user, via="admin", comment="no")
+    before = snapshot(pause)
+    response = post_answer(alice, pause, {"decision_0": "approve"}, follow=True)
+    answered_at = Pause.objects.get(pk=pause.pk).answered_at
+    from django.utils import timezone
+
+    expected = f"Already answered by admin at {timezone.localtime(answered_at):%H:%M}."
+    assert expected in messages_of(response) or expected in response.content.decode()
+    assert response.redirect_chain[-1][0] == page(pause)
+    assert snapshot(pause) == before
+    assert Decision.objects.filter(pause=pause).count() == 1
+
+
+def test_an_expired_pause_is_refused_in_words(users):
+    pause = refund_pause("acme")
+    Pause.objects.filter(pk=pause.pk).update(expires_at=pause.created_at)
+    before = snapshot(pause)
+    alice = login("alice")
+    shown = alice.get(page(pause))
+    assert shown.context["form"] is None and "past its expiry" in shown.content.decode()
+    response = post_answer(alice, pause, {"decision_0": "approve"})
+    assert any(m.startswith("This pause expired at") for m in messages_of(response))
+    assert snapshot(pause) == before
+
+
+# --- questions ------------------------------------------------------------------------
+
+QUESTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "colour": {"enum": ["red", "blue"], "title": "Colour"},
+        "count": {"type": "integer", "minimum": 1},
+        "price": {"type": "number"},
+        "urgent": {"type": "boolean"},
+        "name": {"type": "string"},
+        "notes": {"type": "string", "format": "textarea"},
+        "summary": {"type": "string", "maxLength": 500},
+    },
+    "required": ["colour", "count"],
+    "additionalProperties": False,
+}
+
+
+def test_question_form_is_generated_from_its_answer_schema(users):
+    pause = bare_pause(kind=PauseKind.QUESTION, answer_schema=QUESTION_SCHEMA,
+                       prompt={"question": "Which colour should the box be?"})
+    response = login("alice").get(page(pause))
+    body = response.content.decode()
+    assert "Which colour should the box be?" in body
+    form = response.context["form"]
+    widgets = {name: type(field.widget).__name__ for name, field in form.fields.items()}
+    assert widgets == {"colour": "Select", "count": "NumberInput", "price": "NumberInput",
+                       "urgent": "CheckboxInput", "name": "TextInput", "notes": "Textarea",
+                       "summary": "Textarea"}
+    assert form.fields["colour"].required and not form.fields["name"].required
+
+
+def test_question_answer_is_typed_by_the_schema(users):
+    pause = bare_pause(kind=PauseKind.QUESTION, answer_schema=QUESTION_SCHEMA)
+    response = post_answer(login("alice"), pause, {
+        "q-colour": '"blue"', "q-count": "3", "q-price": "9.5", "q-urgent": "on",
+        "q-name": "", "q-notes": "fragile\nhandle with care", "q-summary": ""})
+    assert response.status_code == 302
+    pause.refresh_from_db()
+    assert pause.answer == {"colour": "blue", "count": 3, "price": 9.5, "urgent": True,
+                            "notes": "fragile\nhandle with care"}
+    assert Decision.objects.get(pause=pause).action == "answer"
+    body = login("alice").get(page(pause)).content.decode()
+    assert "<td>colour</td><td>blue</td>" in body
+
+
+def test_question_answer_outside_the_schema_is_refused(users):
+    pause = bare_pause(kind=PauseKind.QUESTION, answer_schema=QUESTION_SCHEMA)
+    before = snapshot(pause)
+    response = post_answer(login("alice"), pause, {"q-colour": '"green"', "q-count": "0"})
+    said = " ".join(messages_of(response))
+    assert "The answer was not sent" in said and "not one of the available choices" in said
+    assert snapshot(pause) == before
+
+
+def test_question_with_a_scalar_schema_or_none(users):
+    boolean = bare_pause(kind=PauseKind.QUESTION, answer_schema={"type": "boolean"})
+    free = bare_pause(kind=PauseKind.QUESTION, answer_schema=None)
+    alice = login("alice")
+    post_answer(alice, boolean, {})  # an unticked checkbox answers False
+    post_answer(alice, free, {"q-answer": "Use the blue box."})
+    assert Pause.objects.get(pk=boolean.pk).answer is False
+    assert Pause.objects.get(pk=free.pk).answer == "Use the blue box."
+
+
+# --- permission ----------------------------------------------------------------------
+
+@pytest.fixture
+def carol(users: dict[str, Any]) -> Client:
+    """A reviewer of acme who may look but not answer."""
+    user = get_user_model().objects.create_user("carol", password="x", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(
+        content_type__app_label="symfonic_django", codename__startswith="view_"))
+    Membership.objects.create(user=user, tenant=Tenant.objects.get(slug="acme"))
+    return login("carol")
+
+
+def test_without_the_answer_permission_there_is_no_form_and_a_post_is_403(carol):
+    pause = refund_pause("acme")
+    response = carol.get(page(pause))
+    assert response.status_code == 200 and response.context["form"] is None
+    assert "not answer it" in response.content.decode()
+    before = snapshot(pause)
+    assert post_answer(carol, pause, {"decision_0": "approve"}).status_code == 403
+    assert snapshot(pause) == before
+
+
+def test_bulk_actions_need_the_answer_permission(carol):
+    pause = refund_pause("acme")
+    response = carol.get(reverse(CHANGELIST))
+    assert "approve_selected" not in response.content.decode()
+    carol.post(reverse(CHANGELIST), {"action": "approve_selected",
+                                     "_selected_action": [str(pause.pk)]})
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
+
+
+def test_machine_written_rows_cannot_be_added_changed_or_deleted(users):
+    pause = refund_pause("acme")
+    admin_client = login("admin")
+    for name, pk in (("pause", pause.pk), ("run", pause.run_id)):
+        assert admin_client.get(reverse(f"admin:symfonic_django_{name}_add")).status_code == 403
+        delete = reverse(f"admin:symfonic_django_{name}_delete", args=[pk])
+        assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    run_page = reverse("admin:symfonic_django_run_change", args=[pause.run_id])
+    assert admin_client.post(run_page, {"status": "completed"}).status_code == 403
+    assert Run.objects.get(pk=pause.run_id).status == RunStatus.PAUSED
+    assert "delete_selected" not in admin_client.get(reverse(CHANGELIST)).content.decode()
+
+
+# --- bulk actions --------------------------------------------------------------------
+
+def test_bulk_approve_counts_successes_and_lists_refusals_in_words(users):
+    fresh = [refund_pause("acme", order=f"ACME-{i}") for i in range(2)]
+    done = refund_pause("acme", order="ACME-done")
+    question = bare_pause(kind=PauseKind.QUESTION)
+    pauses.approve(done.pk, actor=get_user_model().objects.get(username="bob"))
+    response = login("alice").post(reverse(CHANGELIST), {
+        "action": "approve_selected",
+        "_selected_action": [str(p.pk) for p in (*fresh, done, question)]}, follow=True)
+    said = messages_of(response)
+    assert "Approved 2 pauses." in said
+    refusal = next(m for m in said if "were not approved" in m)
+    assert "Already answered by bob at" in refusal
+    assert "Approve and reject apply to approvals" in refusal
+    for pause in fresh:
+        pause.refresh_from_db()
+        assert pause.answer == {"decisions": [{"type": "approve"}]}
+        assert pause.answered_by.username == "alice" and pause.answered_via == "admin"
+    assert Pause.objects.get(pk=question.pk).status == PauseStatus.PENDING
+
+
+def test_bulk_reject_and_other_scopes_are_untouched(users):
+    mine = refund_pause("acme")
+    theirs = refund_pause("globex")
+    response = login("alice").post(reverse(CHANGELIST), {
+        "action": "reject_selected", "_selected_action": [str(mine.pk), str(theirs.pk)]},
+        follow=True)
+    assert "Rejected 1 pause." in messages_of(response)
+    assert Pause.objects.get(pk=mine.pk).answer == {"decisions": [{"type": "reject"}]}
+    assert Pause.objects.get(pk=theirs.pk).status == PauseStatus.PENDING
+
+
+# --- read-only history ----------------------------------------------------------------
+
+def test_pause_page_shows_the_audit_and_the_continuation_events(users):
+    pause = refund_pause("acme", order="ACME-H")
+    alice = login("alice")
+    post_answer(alice, pause, {"decision_0": "approve"})
+    pause.refresh_from_db()
+    execute_run(pause.continuation_id)
+    body = alice.get(page(pause)).content.decode()
+    assert "Continuation events" in body and "tool.completed" in body and "turn.completed" in body
+    assert "<td>Admin</td><td>Approved</td>" in body
+
+
+def test_run_page_shows_its_pauses_and_events_read_only(users):
+    pause = refund_pause("acme", order="ACME-R")
+    response = login("alice").get(reverse("admin:symfonic_django_run_change",
+                                          args=[pause.run_id]))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Pauses of this run" in body and page(pause) in body
+    assert "pause.requested" in body and "turn.paused" in body
+    assert 'name="_save"' not in body  # nothing to save: the run is read-only
