@@ -21,10 +21,16 @@ from django.utils.module_loading import import_string
 from .conf import DEFAULTS, IMPORT_STRINGS, ON_EXPIRE_CHOICES, SETTING_NAME
 
 #: Keys older hosts accepted and ignored; named so the error can say what replaced them.
+_REPLACED_BY_SCOPE_FOR_CLAIMS = (
+    "Remove it: scope resolution is the explicit SCOPE_FOR_CLAIMS route, a callable "
+    "(PauseClaims -> scope | None)."
+)
 LEGACY_KEYS = {
-    "CHECKPOINT_PATH": "scope resolution is the explicit SCOPE_FOR_CLAIMS route",
-    "SQLITE_CHECKPOINT_PATH": "scope resolution is the explicit SCOPE_FOR_CLAIMS route",
+    "CHECKPOINT_PATH": _REPLACED_BY_SCOPE_FOR_CLAIMS,
+    "SQLITE_CHECKPOINT_PATH": _REPLACED_BY_SCOPE_FOR_CLAIMS,
 }
+#: Hooks that may be left unset (None); every other hook needs a callable.
+OPTIONAL_HOOKS = frozenset({"REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION"})
 
 _POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES")
 
@@ -44,19 +50,27 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         hint = LEGACY_KEYS.get(key, f"Known keys: {', '.join(sorted(DEFAULTS))}.")
         errors.append(Error(f"SYMFONIC[{key!r}] is not a setting of symfonic_django; it would be "
                             "accepted and do nothing.", hint=hint, id="symfonic_django.E001"))
-    paths = {k: user[k] for k in IMPORT_STRINGS if isinstance(user.get(k), str)}
+    paths = {f"[{k!r}]": user[k] for k in IMPORT_STRINGS if isinstance(user.get(k), str)}
+    for key in sorted(IMPORT_STRINGS & set(user)):
+        value = user[key]
+        if not (isinstance(value, str) or callable(value)
+                or (value is None and key in OPTIONAL_HOOKS)):
+            errors.append(Error(f"SYMFONIC[{key!r}] must be a dotted path or a callable, not "
+                                f"{value!r}.", hint=f"The default is {DEFAULTS[key]!r}.",
+                                id="symfonic_django.E003"))
     agents = user.get("AGENTS", {})
-    if not isinstance(agents, dict):
+    if not isinstance(agents, dict) or not all(
+            isinstance(p, str) or callable(p) for p in agents.values()):
         errors.append(Error("SYMFONIC['AGENTS'] must map agent names to dotted paths.",
                             hint="For example {'refund': 'myapp.agents.refund_agent'}.",
                             id="symfonic_django.E003"))
     else:
-        paths.update({f"AGENTS[{n!r}]": p for n, p in agents.items() if isinstance(p, str)})
+        paths.update({f"['AGENTS'][{n!r}]": p for n, p in agents.items() if isinstance(p, str)})
     for name, path in sorted(paths.items()):
         try:
             import_string(path)
         except ImportError as exc:
-            errors.append(Error(f"SYMFONIC[{name}] = {path!r} cannot be imported: {exc}",
+            errors.append(Error(f"SYMFONIC{name} = {path!r} cannot be imported: {exc}",
                                 hint="Give the dotted path of a callable.",
                                 id="symfonic_django.E002"))
     for key in _POSITIVE_INTS:
@@ -67,8 +81,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                 id="symfonic_django.E003"))
     on_expire = user.get("ON_EXPIRE", DEFAULTS["ON_EXPIRE"])
     if on_expire not in ON_EXPIRE_CHOICES:
-        errors.append(Error(f"SYMFONIC['ON_EXPIRE'] must be one of {ON_EXPIRE_CHOICES}, "
-                            f"not {on_expire!r}.", hint="'fail' is the default.",
+        errors.append(Error(f"SYMFONIC['ON_EXPIRE'] must be 'fail' or 'resume', not "
+                            f"{on_expire!r}.",
+                            hint="'fail' (the default) fails the paused run; 'resume' resumes "
+                                 "it with a recorded timeout answer.",
                             id="symfonic_django.E003"))
     return errors
 
@@ -84,9 +100,11 @@ def check_celery(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         task = current_app.tasks.get(name)
         if task is None:
             continue
-        if not task.acks_late or not task.reject_on_worker_lost:
+        missing = [option for option in ("acks_late", "reject_on_worker_lost")
+                   if not getattr(task, option, False)]
+        if missing:
             errors.append(Error(
-                f"Celery task {name} runs without acks_late and reject_on_worker_lost; a worker "
+                f"Celery task {name} runs without {' and '.join(missing)}; a worker "
                 "that dies mid-turn would lose the continuation.",
                 hint="Do not override acks_late / reject_on_worker_lost for symfonic_django tasks "
                      "(task_annotations).", id="symfonic_django.E004"))

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from . import pauses
+from .events import TurnFailed, next_seq
 from .exceptions import (
     InteractionConfigurationError,
     LineageRefused,
@@ -33,7 +34,7 @@ from .exceptions import (
     ScopeUnknown,
 )
 from .models import AnsweredVia, Pause, Run
-from .runner import claim_run, stream_turn, worker_name
+from .runner import LeaseLost, claim_run, finish, stream_turn, worker_name
 from .scopes import scope_key
 from .tokens import PauseClaims, scope_hash_matches, verify_token
 
@@ -136,7 +137,7 @@ class HumanContinuationService:
         admitted = None
         if admission is not None:
             admitted = await _call(admission, resolved, claims)
-            if admitted is None:
+            if admitted is None or admitted is False:
                 raise LineageRefused("The admission hook refused to continue this run.")
         resolution = await sync_to_async(self._capability.resume)(
             claims, answer, dispatch=dispatch, actor=actor, via=via)
@@ -164,12 +165,22 @@ class HumanContinuationService:
         )
         if resolution.continuation is None:
             return
-        run = await sync_to_async(claim_run)(resolution.continuation.pk, worker_name())
+        worker = worker_name()
+        run = await sync_to_async(claim_run)(resolution.continuation.pk, worker)
         if run is None:
             return
-        agent = await self._agent_for(resolved)
+        try:
+            agent = await self._agent_for(resolved)
+        except Exception as exc:
+            # The token is spent and the run is ours: end it failed now, with its
+            # turn.failed event, rather than leave it running until its lease lapses.
+            with suppress(LeaseLost):
+                seq = await sync_to_async(next_seq)(run.pk)
+                await sync_to_async(finish)(run.pk, worker, seq, TurnFailed(
+                    code="agent_error", message=f"agent lookup failed: {type(exc).__name__}"))
+            raise
         source = stream_turn(
-            run, worker=worker_name(), agent=agent, scope=resolved,
+            run, worker=worker, agent=agent, scope=resolved,
             prepared_plan=getattr(admitted, "prepared_plan", None),
             event_guard=getattr(admitted, "event_guard", None),
         )

@@ -175,6 +175,10 @@ class Pause(models.Model):
             models.Index(fields=["expires_at"], name="symfonic_pause_due_idx",
                          condition=Q(status="pending")),
             models.Index(fields=["status", "-created_at"], name="symfonic_pause_status_idx"),
+            # The review lists: everything newest first, and one scope's newest first.
+            models.Index(fields=["-created_at"], name="symfonic_pause_recent_idx"),
+            models.Index(fields=["scope_key", "-created_at"],
+                         name="symfonic_pause_scoperec_idx"),
         ]
 
     def __str__(self) -> str:

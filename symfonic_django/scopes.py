@@ -51,14 +51,19 @@ def load_scope(key: str) -> Any:
 def scope_for_claims(claims: PauseClaims) -> Any:
     """Load the scope of the pause the (already verified) claims name.
 
-    Returns ``None`` when the pause is gone, its stored scope no longer hashes
-    to the claims' ``scope_hash``, or the loader no longer knows the scope.
+    Returns ``None`` when the pause is gone or the loader no longer knows the
+    scope (``scope_unknown``). Raises ``ScopeMismatch`` when the pause's scope
+    does not hash to the claims' ``scope_hash``: the scope is known, but it is
+    not the one the token was minted for.
     """
+    from .exceptions import ScopeMismatch
     from .models import Pause
 
     key = Pause.objects.filter(pk=claims.jti).values_list("scope_key", flat=True).first()
-    if key is None or not scope_hash_matches(key, claims.scope_hash):
+    if key is None:
         return None
+    if not scope_hash_matches(key, claims.scope_hash):
+        raise ScopeMismatch("The token was minted for another scope than its pause's.")
     return load_scope(key)
 
 

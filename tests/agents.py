@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from typing import Any
+
+from asgiref.sync import sync_to_async
 
 from symfonic_django import request_pause
 from symfonic_django.binding import PauseBinding
@@ -88,6 +92,33 @@ class NoopAgent(EchoAgent):
         yield TurnCompleted(output="noop")
 
 
+class StreamAgent(EchoAgent):
+    """Pauses like ``echo``, then resumes into a stream of ``n`` message deltas.
+
+    The paused run's input sets ``n`` (default 50), ``sleep`` (seconds between
+    deltas, default 0) and ``gate``: a file the continuation waits for (at most
+    60 s) before it streams, so a test can connect its watchers first.
+    """
+
+    async def continue_recovered_typed(self, continuation: Any, **kwargs: Any):
+        options = await sync_to_async(_run_input)(continuation.paused_run_id)
+        gate, n, sleep = options.get("gate"), int(options.get("n", 50)), options.get("sleep", 0)
+        deadline = time.monotonic() + 60
+        while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for i in range(n):
+            yield MessageDelta(text=f"{i} ")
+            if sleep:
+                await asyncio.sleep(sleep)
+        yield TurnCompleted(output={"streamed": n})
+
+
+def _run_input(run_id: str) -> Any:
+    from symfonic_django.models import Run
+
+    return Run.objects.values_list("input", flat=True).get(pk=run_id) or {}
+
+
 def echo_agent(scope: Any) -> EchoAgent: return EchoAgent()
 def question_agent(scope: Any) -> QuestionAgent: return QuestionAgent()
 def siblings_agent(scope: Any) -> SiblingsAgent: return SiblingsAgent()
@@ -95,3 +126,4 @@ def boom_agent(scope: Any) -> BoomAgent: return BoomAgent()
 def slow_agent(scope: Any) -> SlowAgent: return SlowAgent()
 def forged_binding_agent(scope: Any) -> ForgedBindingAgent: return ForgedBindingAgent()
 def noop_agent(scope: Any) -> NoopAgent: return NoopAgent()
+def stream_agent(scope: Any) -> StreamAgent: return StreamAgent()

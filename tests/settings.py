@@ -14,6 +14,18 @@ SYMFONIC = {
         "slow": "tests.agents.slow_agent",
         "forged": "tests.agents.forged_binding_agent",
         "noop": "tests.agents.noop_agent",
+        "stream": "tests.agents.stream_agent",
     },
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# On SQLite the test database is a file, as in a deployment, not Django's shared-cache
+# in-memory default: shared-cache connections fail at once with "database table is
+# locked" instead of waiting, so threaded tests would test that cache, not the claims.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3") and not DATABASES["default"].get(  # noqa: F405
+        "TEST", {}).get("NAME"):
+    import os as _os
+    import tempfile as _tempfile
+
+    DATABASES["default"]["TEST"] = {"NAME": _os.path.join(  # noqa: F405
+        _tempfile.gettempdir(), f"symfonic-test-{_os.getpid()}.sqlite3")}

@@ -37,8 +37,16 @@ def _sentence(detail: Any) -> str:
     return str(detail)
 
 
+def as_sentence(text: str) -> str:
+    """``detail`` is read by people: a capital first letter and a closing full stop."""
+    text = " ".join(str(text).split()) or "The request was refused."
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
 def error_response(code: str, detail: str, status: int, headers: dict[str, str] | None = None):
-    return Response({"code": code, "detail": detail}, status=status, headers=headers)
+    return Response({"code": code, "detail": as_sentence(detail)}, status=status,
+                    headers=headers)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -55,5 +63,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             detail = getattr(exc, "detail", None) or str(exc) or code.replace("_", " ")
             if isinstance(exc, Http404):
                 detail = "Not found."
-            return error_response(code, _sentence(detail), status, headers)
+            detail = _sentence(detail)
+            if isinstance(exc, drf.ValidationError):
+                detail = f"The request body is invalid: {detail}"
+            return error_response(code, detail, status, headers)
     return None

@@ -13,14 +13,17 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import IntegrityError
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
@@ -51,6 +54,11 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 
 class SymfonicAPIView(APIView):
     """Base of every view: the pinned error body, 401 for missing credentials, size cap."""
+
+    # Bodies are JSON (DESIGN section 6). Accepting forms too would document them
+    # in the schema, and daphne refuses a malformed multipart body itself, with a
+    # bare 400 that is not the pinned error body.
+    parser_classes = [JSONParser]
 
     def get_exception_handler(self):
         return exception_handler
@@ -93,10 +101,15 @@ def accepted(pause: Pause | None, run_id: Any | None) -> Response:
 
 
 def idempotent(request: Request, caller: str, handle: Any) -> Response:
-    """Replay the stored 202 for a repeated ``Idempotency-Key`` from the same caller."""
-    key = request.headers.get("Idempotency-Key", "").strip()[:200]
-    if not key:
+    """Replay the stored 202 for a repeated ``Idempotency-Key`` from the same caller.
+
+    A key names one request: the same key sent to another pause (or endpoint)
+    is a request of its own, never a replay of a 202 about something else.
+    """
+    given = request.headers.get("Idempotency-Key", "").strip()
+    if not given:
         return handle()
+    key = hashlib.sha256(f"{request.method} {request.path} {given}".encode()).hexdigest()
     stored = IdempotentResponse.objects.filter(caller=caller, key=key).first()
     if stored is not None:
         return Response(stored.body, status=stored.status)
@@ -115,6 +128,28 @@ class PauseCursorPagination(CursorPagination):
     page_size = 50
     max_page_size = 200
     page_size_query_param = "page_size"
+
+    def decode_cursor(self, request: Request) -> Any:
+        """A cursor this API did not issue is a malformed request (400), never a 500.
+
+        DRF checks a cursor's offset but not its position, which goes straight
+        into ``created_at__lt``: an unparsable one raised a database-side error.
+        """
+        try:
+            cursor = super().decode_cursor(request)
+        except NotFound:
+            cursor = None
+        else:
+            if cursor is None or cursor.position is None or _is_datetime(cursor.position):
+                return cursor
+        raise InvalidRequest("The cursor is malformed; follow the next and previous links.")
+
+
+def _is_datetime(value: str) -> bool:
+    try:
+        return parse_datetime(value) is not None
+    except ValueError:
+        return False
 
 
 class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -213,7 +248,9 @@ class ResumeThrottle(ScopedRateThrottle):
     default_rate = "60/min"
 
     def get_rate(self) -> str:
-        return self.THROTTLE_RATES.get(self.scope) or self.default_rate
+        # Read the rates now, not at import (DRF's THROTTLE_RATES is a class
+        # attribute), so a changed REST_FRAMEWORK setting takes effect.
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or self.default_rate
 
 
 class ResumeView(SymfonicAPIView):

@@ -1,0 +1,121 @@
+"""A real server for the heavier API tests: daphne serving the example project.
+
+The server is an OS process on a free loopback port, reading and writing
+pytest-django's *test* database (so the tests that use it are
+``transaction=True``: what a test writes is committed, and the server sees
+it). It is always terminated when the test ends, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DAPHNE = Path(sys.executable).with_name("daphne")
+
+
+def shared_database_url() -> str:
+    """The URL of pytest-django's test database (PostgreSQL)."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    assert s["ENGINE"].endswith("postgresql"), "a server process needs a shared database"
+    auth = quote(s["USER"] or "", safe="")
+    if s.get("PASSWORD"):
+        auth += ":" + quote(str(s["PASSWORD"]), safe="")
+    host = s["HOST"] or "127.0.0.1"
+    port = f":{s['PORT']}" if s.get("PORT") else ""
+    return f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    """One daphne process; ``url`` is its origin, e.g. ``http://127.0.0.1:43121``."""
+
+    url: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+
+def start_server(log_path: Path, *, broker_url: str, timeout: float = 45,
+                 **extra_env: str) -> LiveServer:
+    """Start daphne on the test database and wait until it serves the schema."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=shared_database_url(),
+               CELERY_BROKER_URL=broker_url, PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               **extra_env)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [str(DAPHNE), "-b", "127.0.0.1", "-p", str(port), "example_project.asgi:application"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: stop() ends it and its children
+        )
+    server = LiveServer(url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"daphne exited with {proc.returncode}:\n{server.log()}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/api/symfonic/schema/", timeout=2) as r:
+                if r.status == 200:
+                    return server
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            server.stop()
+            raise AssertionError(f"daphne did not serve within {timeout:g}s:\n{server.log()}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def live_server_factory(transactional_db: Any, tmp_path: Path
+                        ) -> Iterator[Callable[..., LiveServer]]:
+    """``factory(broker_url=..., **env) -> LiveServer``; every server is stopped at the end."""
+    started: list[LiveServer] = []
+
+    def factory(*, broker_url: str = "memory://", **extra_env: str) -> LiveServer:
+        server = start_server(tmp_path / f"daphne-{len(started)}.log", broker_url=broker_url,
+                              **extra_env)
+        started.append(server)
+        return server
+
+    try:
+        yield factory
+    finally:
+        for server in started:
+            server.stop()

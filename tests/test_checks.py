@@ -1,0 +1,197 @@
+"""System checks (DESIGN section 9, rule C12): the exact messages, by id, per misconfiguration.
+
+Each test calls the check functions directly under ``override_settings`` and
+compares the whole list, so a new, missing or reworded message fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+from celery import current_app
+from django.core.checks import Error, Warning, run_checks
+from django.test import override_settings
+
+from symfonic_django import tasks  # noqa: F401  (registers the tasks on the current app)
+from symfonic_django.checks import (
+    check_celery,
+    check_channel_layer,
+    check_settings,
+    check_sqlite_in_production,
+)
+from symfonic_django.conf import DEFAULTS
+
+KNOWN_KEYS = ", ".join(sorted(DEFAULTS))
+IN_MEMORY_LAYER = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+REDIS_LAYER = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                           "CONFIG": {"hosts": ["redis://127.0.0.1:6379/0"]}}}
+SQLITE = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}}
+POSTGRES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "app"}}
+
+# Overriding DATABASES only changes what the deploy check reads; no query runs.
+database_override = pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+
+
+def all_checks() -> list:
+    return (check_settings() + check_celery() + check_channel_layer()
+            + check_sqlite_in_production())
+
+
+@database_override
+@override_settings(SYMFONIC={}, CHANNEL_LAYERS=REDIS_LAYER,
+                   CELERY_BROKER_URL="redis://127.0.0.1:6379/1", DATABASES=POSTGRES)
+def test_clean_settings_give_no_message():
+    assert all_checks() == []
+
+
+def test_the_test_settings_are_clean():
+    assert check_settings() == [] and check_celery() == [] and check_channel_layer() == []
+
+
+@override_settings(SYMFONIC={
+    "AGENTS": {"refund": "example_project.agents.refund_agent", "inline": lambda scope: None},
+    "SCOPE_KEY": "example_project.shop.scopes.tenant_key",
+    "SCOPE_FOR_CLAIMS": lambda claims: None, "OWNER_GUARD": None, "ADMISSION": None,
+    "REQUEST_SCOPE": None, "TOKEN_MAX_AGE": 60, "LEASE_SECONDS": 5, "MAX_ANSWER_BYTES": 1,
+    "ON_EXPIRE": "resume"})
+def test_every_known_key_with_a_valid_value_is_accepted():
+    assert check_settings() == []
+
+
+@override_settings(SYMFONIC={"CHECKPOINT_PATH": "/var/lib/agent/checkpoints.db"})
+def test_legacy_checkpoint_path_is_an_error_that_names_its_replacement():
+    assert check_settings() == [Error(
+        "SYMFONIC['CHECKPOINT_PATH'] is not a setting of symfonic_django; it would be "
+        "accepted and do nothing.",
+        hint="Remove it: scope resolution is the explicit SCOPE_FOR_CLAIMS route, a callable "
+             "(PauseClaims -> scope | None).",
+        id="symfonic_django.E001")]
+
+
+@override_settings(SYMFONIC={"LEASE_SECOND": 30, "AGENT": {}})
+def test_unknown_keys_are_errors_listing_the_known_keys():
+    assert check_settings() == [
+        Error("SYMFONIC['AGENT'] is not a setting of symfonic_django; it would be accepted "
+              "and do nothing.", hint=f"Known keys: {KNOWN_KEYS}.", id="symfonic_django.E001"),
+        Error("SYMFONIC['LEASE_SECOND'] is not a setting of symfonic_django; it would be "
+              "accepted and do nothing.", hint=f"Known keys: {KNOWN_KEYS}.",
+              id="symfonic_django.E001"),
+    ]
+
+
+@override_settings(SYMFONIC={"SCOPE_LOADER": "nope.load_tenant",
+                             "AGENTS": {"refund": "tests.agents.missing_agent"}})
+def test_unimportable_paths_are_errors():
+    assert check_settings() == [
+        Error("SYMFONIC['AGENTS']['refund'] = 'tests.agents.missing_agent' cannot be imported: "
+              'Module "tests.agents" does not define a "missing_agent" attribute/class',
+              hint="Give the dotted path of a callable.", id="symfonic_django.E002"),
+        Error("SYMFONIC['SCOPE_LOADER'] = 'nope.load_tenant' cannot be imported: "
+              "No module named 'nope'",
+              hint="Give the dotted path of a callable.", id="symfonic_django.E002"),
+    ]
+
+
+@override_settings(SYMFONIC={"ON_EXPIRE": "retry", "LEASE_SECONDS": 0})
+def test_bad_on_expire_and_lease_values_are_errors():
+    assert check_settings() == [
+        Error("SYMFONIC['LEASE_SECONDS'] must be a positive integer, not 0.",
+              hint="The default is 60.", id="symfonic_django.E003"),
+        Error("SYMFONIC['ON_EXPIRE'] must be 'fail' or 'resume', not 'retry'.",
+              hint="'fail' (the default) fails the paused run; 'resume' resumes it with a "
+                   "recorded timeout answer.", id="symfonic_django.E003"),
+    ]
+
+
+@override_settings(SYMFONIC={"TOKEN_MAX_AGE": "3600", "MAX_ANSWER_BYTES": True})
+def test_numbers_of_the_wrong_type_are_errors():
+    assert check_settings() == [
+        Error("SYMFONIC['TOKEN_MAX_AGE'] must be a positive integer, not '3600'.",
+              hint="The default is 86400.", id="symfonic_django.E003"),
+        Error("SYMFONIC['MAX_ANSWER_BYTES'] must be a positive integer, not True.",
+              hint="The default is 65536.", id="symfonic_django.E003"),
+    ]
+
+
+@override_settings(SYMFONIC={"SCOPE_FOR_CLAIMS": None, "ADMISSION": 3,
+                             "AGENTS": {"refund": 42}})
+def test_hooks_that_are_neither_paths_nor_callables_are_errors():
+    assert check_settings() == [
+        Error("SYMFONIC['ADMISSION'] must be a dotted path or a callable, not 3.",
+              hint="The default is None.", id="symfonic_django.E003"),
+        Error("SYMFONIC['SCOPE_FOR_CLAIMS'] must be a dotted path or a callable, not None.",
+              hint="The default is 'symfonic_django.scopes.scope_for_claims'.",
+              id="symfonic_django.E003"),
+        Error("SYMFONIC['AGENTS'] must map agent names to dotted paths.",
+              hint="For example {'refund': 'myapp.agents.refund_agent'}.",
+              id="symfonic_django.E003"),
+    ]
+
+
+@override_settings(SYMFONIC=["AGENTS"])
+def test_symfonic_that_is_not_a_dict_is_an_error():
+    assert check_settings() == [Error("SYMFONIC must be a dict.",
+                                      hint="Set SYMFONIC = {...} in settings.",
+                                      id="symfonic_django.E003")]
+
+
+def celery_error(task: str, missing: str) -> Error:
+    return Error(
+        f"Celery task {task} runs without {missing}; a worker that dies mid-turn would lose "
+        "the continuation.",
+        hint="Do not override acks_late / reject_on_worker_lost for symfonic_django tasks "
+             "(task_annotations).", id="symfonic_django.E004")
+
+
+@pytest.mark.parametrize("option", ["acks_late", "reject_on_worker_lost"])
+def test_a_celery_task_without_acks_late_is_an_error(monkeypatch, option):
+    monkeypatch.setattr(current_app.tasks["symfonic_django.run_continuation"], option, False)
+    assert check_celery() == [celery_error("symfonic_django.run_continuation", option)]
+
+
+def test_each_turn_task_is_checked(monkeypatch):
+    for name in ("symfonic_django.start_run", "symfonic_django.run_continuation"):
+        monkeypatch.setattr(current_app.tasks[name], "acks_late", False)
+        monkeypatch.setattr(current_app.tasks[name], "reject_on_worker_lost", False)
+    assert check_celery() == [
+        celery_error("symfonic_django.start_run", "acks_late and reject_on_worker_lost"),
+        celery_error("symfonic_django.run_continuation", "acks_late and reject_on_worker_lost"),
+    ]
+
+
+@override_settings(CHANNEL_LAYERS=IN_MEMORY_LAYER, CELERY_BROKER_URL="redis://127.0.0.1:6379/1")
+def test_in_memory_layer_with_a_real_broker_is_a_warning():
+    assert check_channel_layer() == [Warning(
+        "The in-memory channel layer does not cross processes, but Celery workers run in "
+        "other processes: watchers will see events only through the polling fallback.",
+        hint="Use channels_redis.core.RedisChannelLayer in a multi-process deployment.",
+        id="symfonic_django.W001")]
+
+
+@pytest.mark.parametrize(("layers", "broker"), [
+    (IN_MEMORY_LAYER, "memory://"), (REDIS_LAYER, "redis://127.0.0.1:6379/1"),
+], ids=["embedded", "redis"])
+def test_a_layer_that_matches_the_broker_is_fine(layers, broker):
+    with override_settings(CHANNEL_LAYERS=layers, CELERY_BROKER_URL=broker):
+        assert check_channel_layer() == []
+
+
+SQLITE_WARNING = Warning(
+    "SQLite has no row locks: claims stay single-winner, but concurrent reviewers and "
+    "workers serialize on one database lock.", hint="Deploy on PostgreSQL.",
+    id="symfonic_django.W002")
+
+
+@database_override
+@override_settings(DATABASES=SQLITE)
+def test_sqlite_in_production_is_a_warning_under_deploy_checks_only():
+    assert check_sqlite_in_production() == [SQLITE_WARNING]
+    deploy = run_checks(tags=["database"], include_deployment_checks=True)
+    assert [m for m in deploy if m.id.startswith("symfonic_django.")] == [SQLITE_WARNING]
+    assert [m for m in run_checks(tags=["database"])
+            if m.id.startswith("symfonic_django.")] == []
+
+
+@database_override
+@override_settings(DATABASES=POSTGRES)
+def test_postgresql_in_production_is_fine():
+    assert check_sqlite_in_production() == []

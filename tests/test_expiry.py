@@ -1,0 +1,188 @@
+"""Expiry, cancellation and the reaper: the ways a turn ends without an answer.
+
+``ON_EXPIRE="fail"`` fails the paused run; ``"resume"`` continues it with a
+recorded timeout answer; either way the pause is ``expired``, never
+``rejected``. A running run whose worker stopped renewing its lease is failed
+with ``lease_expired`` and a final ``turn.failed`` event, never re-run.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from symfonic_django import pauses
+from symfonic_django.events import TurnCompleted
+from symfonic_django.exceptions import PauseExpired
+from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus, TurnEvent
+from symfonic_django.runner import LeaseLost, claim_run, execute_run, finish, reap_stale_runs
+
+from .conftest import paused_run, snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+def make_due(*pause_list: Pause) -> None:
+    """Move pauses' deadline into the past (test setup: time passing, not a transition)."""
+    past = timezone.now() - timedelta(minutes=1)
+    Pause.objects.filter(pk__in=[p.pk for p in pause_list]).update(expires_at=past)
+
+
+def actions(pause: Pause) -> list[str]:
+    return list(Decision.objects.filter(pause=pause).values_list("action", flat=True))
+
+
+@pytest.fixture
+def on_expire(settings: Any):
+    def set_to(value: str) -> None:
+        settings.SYMFONIC = {**settings.SYMFONIC, "ON_EXPIRE": value}
+    return set_to
+
+
+def test_on_expire_fail_fails_the_run_and_cancels_its_siblings(tenants, on_expire):
+    on_expire("fail")
+    run, first = paused_run("siblings", {"n": 2})
+    second = Pause.objects.filter(run=run).exclude(pk=first.pk).get()
+    make_due(first)
+    assert pauses.expire_due() == 1
+    first.refresh_from_db(), second.refresh_from_db(), run.refresh_from_db()
+    assert (first.status, first.answer, first.answered_via) == (PauseStatus.EXPIRED, None,
+                                                                 "system")
+    assert second.status == PauseStatus.CANCELLED
+    assert run.status == RunStatus.FAILED and run.error["code"] == "pause_expired"
+    assert (actions(first), actions(second)) == (["expire"], ["cancel"])
+    assert not Run.objects.filter(parent=run).exists()
+    assert first.continuation_id is None and second.continuation_id is None
+
+
+def test_on_expire_resume_continues_with_a_recorded_timeout_answer(tenants, on_expire):
+    on_expire("resume")
+    run, pause = paused_run()
+    make_due(pause)
+    assert pauses.expire_due() == 1
+    pause.refresh_from_db()
+    assert pause.status == PauseStatus.EXPIRED and pause.answer == pauses.TIMEOUT_ANSWER
+    assert actions(pause) == ["expire"]  # recorded as expired, apart from a rejection
+    continuation = Run.objects.get(parent=run)
+    assert pause.continuation_id == continuation.pk
+    assert continuation.input == {"answers": {str(pause.pk): {"timeout": True}}}
+    assert execute_run(continuation.pk) == "completed"
+    continuation.refresh_from_db()
+    assert continuation.output["answers"] == {str(pause.pk): {"timeout": True}}
+
+
+def test_on_expire_resume_waits_for_pending_siblings(tenants, on_expire):
+    on_expire("resume")
+    run, first = paused_run("siblings", {"n": 2})
+    second = Pause.objects.filter(run=run).exclude(pk=first.pk).get()
+    make_due(first)
+    assert pauses.expire_due() == 1
+    assert not Run.objects.filter(parent=run).exists()
+    continuation = pauses.reject(second.pk, comment="no").continuation
+    assert continuation.input["answers"] == {
+        str(first.pk): {"timeout": True},
+        str(second.pk): {"decisions": [{"type": "reject", "message": "no"}]}}
+
+
+def test_cancel_fails_the_run_and_cancels_its_siblings(tenants):
+    run, first = paused_run("siblings", {"n": 3})
+    resolution = pauses.cancel(first.pk, comment="customer withdrew")
+    run.refresh_from_db()
+    assert resolution.continuation is None
+    assert resolution.pause.status == PauseStatus.CANCELLED
+    assert run.status == RunStatus.FAILED and run.error["code"] == "pause_cancelled"
+    statuses = set(Pause.objects.filter(run=run).values_list("status", flat=True))
+    assert statuses == {PauseStatus.CANCELLED}
+    assert not Run.objects.filter(parent=run).exists()
+
+
+def test_expire_due_touches_only_due_pending_pauses(tenants):
+    _, due = paused_run()
+    _, not_yet = paused_run()
+    _, answered = paused_run()
+    _, cancelled = paused_run()
+    pauses.approve(answered.pk)
+    pauses.cancel(cancelled.pk)
+    make_due(due, answered, cancelled)
+    untouched = {p.pk: snapshot(p) for p in (not_yet, answered, cancelled)}
+
+    assert pauses.expire_due() == 1
+    due.refresh_from_db()
+    assert due.status == PauseStatus.EXPIRED
+    assert {pk: snapshot(Pause(pk=pk)) for pk in untouched} == untouched
+    assert pauses.expire_due() == 0  # nothing is due twice
+
+
+def test_an_answer_after_expiry_is_refused_and_expiry_after_an_answer_does_nothing(tenants):
+    _, expired = paused_run()
+    make_due(expired)
+    pauses.expire_due()
+    with pytest.raises(PauseExpired):
+        pauses.approve(expired.pk)
+
+    _, answered = paused_run()
+    pauses.approve(answered.pk)
+    before = snapshot(answered)
+    assert pauses.expire(answered.pk, now=timezone.now() + timedelta(days=30)) is None
+    assert snapshot(answered) == before
+
+
+def test_symfonic_expire_command_expires_due_pauses(tenants):
+    run, pause = paused_run()
+    make_due(pause)
+    out = io.StringIO()
+    call_command("symfonic_expire", stdout=out)
+    assert out.getvalue().strip() == "expired 1 pause(s)"
+    pause.refresh_from_db(), run.refresh_from_db()
+    assert pause.status == PauseStatus.EXPIRED and run.status == RunStatus.FAILED
+
+
+def lapsed_running_run(worker: str = "worker-that-died") -> Run:
+    """A turn claimed by a worker that then stopped renewing its lease."""
+    from symfonic_django.runner import start_run
+
+    run = start_run("noop", {}, scope="acme", dispatch=False)
+    assert claim_run(run.pk, worker) is not None
+    Run.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    return run
+
+
+def test_the_reaper_fails_a_run_whose_lease_lapsed_with_a_final_event(tenants):
+    run = lapsed_running_run()
+    alive = lapsed_running_run("worker-still-beating")
+    Run.objects.filter(pk=alive.pk).update(lease_until=timezone.now() + timedelta(minutes=5))
+
+    assert reap_stale_runs() == 1
+    run.refresh_from_db(), alive.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.lease_until is None
+    assert run.error["code"] == "lease_expired"
+    last = TurnEvent.objects.filter(run=run).order_by("-seq").first()
+    assert (last.type, last.data["code"]) == ("turn.failed", "lease_expired")
+    assert alive.status == RunStatus.RUNNING
+    assert reap_stale_runs() == 0
+
+
+def test_a_reaped_run_is_never_silently_rerun_or_finished_by_its_old_worker(tenants):
+    run = lapsed_running_run()
+    reap_stale_runs()
+    assert execute_run(run.pk) == "skipped"
+    with pytest.raises(LeaseLost):
+        finish(run.pk, "worker-that-died", 99, TurnCompleted(output="too late"))
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.attempts == 1
+    assert list(TurnEvent.objects.filter(run=run).values_list("type", flat=True)) == [
+        "turn.failed"]
+
+
+def test_symfonic_reap_command_reaps_lapsed_runs(tenants):
+    run = lapsed_running_run()
+    out = io.StringIO()
+    call_command("symfonic_reap", stdout=out)
+    assert out.getvalue().strip() == "reaped 1 run(s)"
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.error["code"] == "lease_expired"
