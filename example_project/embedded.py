@@ -33,7 +33,8 @@ def start_embedded_worker_if_needed() -> bool:
 
             stack = ExitStack()
             stack.enter_context(start_worker(app, pool="solo", concurrency=1,
-                                             perform_ping_check=False, loglevel="WARNING"))
+                                             perform_ping_check=False, loglevel="WARNING",
+                                             hostname="embedded@localhost"))
             _stack = stack
     return True
 
