@@ -82,7 +82,10 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8 reads with a 5 s socket timeout by default, the very time the
+            # layer blocks in BZPOPMIN: every idle websocket consumer would die with
+            # "Timeout reading" (django/channels_redis#422). Read longer than it blocks.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]},
         }
     }
 else:
@@ -91,6 +94,12 @@ else:
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
 # At its default the memory transport polls once a second; the demo would crawl.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
+if CELERY_BROKER_URL.startswith("redis"):
+    # On Redis an unacknowledged message (its worker was SIGKILLed) comes back only after
+    # the visibility timeout, an hour by default. Redelivery is harmless here (the run claim
+    # refuses a run that is not queued), so bring it back within minutes.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300"))}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -12,6 +12,7 @@ write. Async callers use the ``a*`` wrappers.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -59,7 +60,8 @@ def claims_for(pause: Pause) -> PauseClaims:
         scope_hash=scope_hash(pause.scope_key), session_id=pause.session_id,
         thread_id=pause.thread_id, checkpoint_id=pause.checkpoint_id, pin_hash=pause.pin_hash,
         kind=pause.kind, iat=int(pause.created_at.timestamp()),
-        exp=int(pause.expires_at.timestamp()),
+        # Rounded up: the token never dies before the row; the row's expiry is exact.
+        exp=math.ceil(pause.expires_at.timestamp()),
     )
 
 
@@ -89,7 +91,7 @@ def create_pause(
     seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
     if seconds <= 0:
         raise InvalidRequest("A pause's ttl must be positive.")
-    now = timezone.now().replace(microsecond=0)
+    now = timezone.now()
     pause = Pause(
         run=run, root_run_id=run.root_id or run.id,
         scope_key=scope_key(binding.scope) if binding.scope is not None else run.scope_key,

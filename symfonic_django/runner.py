@@ -65,21 +65,52 @@ def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", threa
 astart_run = sync_to_async(start_run)
 
 
+#: On PostgreSQL the claim is one statement, its own short transaction: the locking
+#: read (``FOR UPDATE SKIP LOCKED``), the status check and the move to running with a
+#: lease, returning the row, in one round trip instead of four (BEGIN, SELECT, UPDATE,
+#: COMMIT) and without the ORM's per-query cost on the hot path of every turn.
+PG_CLAIM = """
+    UPDATE {run} SET status = %s, worker = %s, started_at = %s, lease_until = %s,
+                     attempts = attempts + 1, updated_at = %s
+     WHERE id = (SELECT id FROM {run} WHERE id = %s AND status = %s FOR UPDATE SKIP LOCKED)
+ RETURNING *
+"""
+
+
 def claim_run(run_id: Any, worker: str) -> Run | None:
-    """Move a queued run to running with a lease; ``None`` if someone else has it or it is done."""
+    """Move a queued run to running with a lease; ``None`` if someone else has it or it is done.
+
+    The run returned is as the claim left it, with ``last_seq``: the highest
+    event ``seq`` stored for it (0 if none).
+    """
     now = timezone.now()
-    changes = {"status": RunStatus.RUNNING, "worker": worker, "started_at": now,
-               "lease_until": now + timedelta(seconds=settings.LEASE_SECONDS),
-               "attempts": F("attempts") + 1, "updated_at": now}
+    lease_until = now + timedelta(seconds=settings.LEASE_SECONDS)
+    run_id = Run._meta.pk.to_python(run_id)
+    if connection.vendor == "postgresql":
+        sql = PG_CLAIM.format(run=connection.ops.quote_name(Run._meta.db_table))
+        params = [RunStatus.RUNNING, worker, now, lease_until, now, run_id, RunStatus.QUEUED]
+        run = next(iter(Run.objects.raw(sql, params)), None)
+    else:
+        run = _claim_with_orm(run_id, worker, now, lease_until)
+    if run is not None:
+        # Only a claimant writes a run's events: a first claim has none to follow.
+        run.last_seq = 0 if run.attempts == 1 else ev.next_seq(run.pk) - 1  # type: ignore[attr-defined]
+    return run
+
+
+def _claim_with_orm(run_id: Any, worker: str, now: datetime, lease_until: datetime) -> Run | None:
+    """``claim_run`` elsewhere: a locking read where there are row locks, a conditional UPDATE."""
     with transaction.atomic():
         if connection.features.has_select_for_update_skip_locked:
             locked = (Run.objects.select_for_update(skip_locked=True)
                       .filter(pk=run_id, status=RunStatus.QUEUED).values_list("pk", flat=True))
             if not list(locked):
                 return None
-        if not Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(**changes):
+        if not Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                status=RunStatus.RUNNING, worker=worker, started_at=now, lease_until=lease_until,
+                attempts=F("attempts") + 1, updated_at=now):
             return None
-    return Run.objects.select_related("resumed_from").get(pk=run_id)
+        return Run.objects.get(pk=run_id)
 
 
 def extend_lease(run_id: Any, worker: str) -> bool:
@@ -88,37 +119,40 @@ def extend_lease(run_id: Any, worker: str) -> bool:
                 .update(lease_until=until))
 
 
+#: The run status each terminal event leaves.
+TERMINAL_STATUS = {ev.TurnPaused.type: RunStatus.PAUSED,
+                   ev.TurnCompleted.type: RunStatus.COMPLETED,
+                   ev.TurnFailed.type: RunStatus.FAILED}
+
+
 def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
-           now: datetime | None = None) -> Run | None:
+           now: datetime | None = None) -> str:
     """Write the terminal event and state together, if this worker still owns the run.
 
-    For ``turn.paused`` the paused run is settled in the same transaction, so
-    pauses answered while the turn was still running continue it now.
+    Returns the run's new status. For ``turn.paused`` the paused run is settled
+    in the same transaction, so pauses answered while the turn was still
+    running continue it now.
     """
     from .pauses import settle
 
     now = now or timezone.now()
-    status = {ev.TurnPaused.type: RunStatus.PAUSED, ev.TurnCompleted.type: RunStatus.COMPLETED,
-              ev.TurnFailed.type: RunStatus.FAILED}[event.type]
+    status = TERMINAL_STATUS[event.type]
+    changes: dict[str, Any] = {"status": status, "finished_at": now, "lease_until": None,
+                               "updated_at": timezone.now()}
+    if isinstance(event, ev.TurnCompleted):
+        changes["output"] = event.output
+    elif isinstance(event, ev.TurnFailed):
+        changes["error"] = {"code": event.code, "message": event.message}
     with transaction.atomic():
-        run = Run.objects.select_for_update().filter(
-            pk=run_id, status=RunStatus.RUNNING, worker=worker).first()
-        if run is None:
+        # The conditional UPDATE is the ownership check and takes the row lock until commit.
+        if not Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker).update(
+                **changes):
             raise LeaseLost(f"run {run_id} is no longer owned by {worker}")
         ev.persist(run_id, seq, event)
-        run.status = status
-        run.finished_at = now
-        run.lease_until = None
-        if isinstance(event, ev.TurnCompleted):
-            run.output = event.output
-        elif isinstance(event, ev.TurnFailed):
-            run.error = {"code": event.code, "message": event.message}
-        run.save(update_fields=["status", "finished_at", "lease_until", "output", "error",
-                                "updated_at"])
         if status == RunStatus.PAUSED:
-            settle(run, now=now)
+            settle(Run.objects.get(pk=run_id), now=now)
         transaction.on_commit(lambda: ev.ring(run_id, seq))
-    return run
+    return status
 
 
 # --- the turn ----------------------------------------------------------------
@@ -191,11 +225,23 @@ def current_turn() -> TurnContext:
     return turn
 
 
+def _renew_lease(run_id: Any, worker: str) -> bool:
+    """``extend_lease`` from a pool thread, closing that thread's own connection after."""
+    try:
+        return extend_lease(run_id, worker)
+    finally:
+        connection.close()
+
+
 async def _heartbeat(turn: TurnContext) -> None:
     interval = max(settings.LEASE_SECONDS / 3, 0.05)
     while True:
         await asyncio.sleep(interval)
-        if not await sync_to_async(extend_lease)(turn.run.pk, turn.worker):
+        # Not on the turn's thread-sensitive sync thread: an agent blocked there (a tool
+        # waiting on a lock or a slow call) would starve the renewal, and the reaper
+        # would fail a turn that is still alive.
+        renew = sync_to_async(_renew_lease, thread_sensitive=False)
+        if not await renew(turn.run.pk, turn.worker):
             turn.lost = True
             return
 
@@ -222,8 +268,10 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
     """
     if scope is None:
         scope = await sync_to_async(load_scope)(run.scope_key)
-    turn = TurnContext(run=run, scope=scope, worker=worker,
-                       seq=await sync_to_async(ev.next_seq)(run.pk) - 1)
+    last_seq = getattr(run, "last_seq", None)  # claim_run() read it with the row
+    if last_seq is None:
+        last_seq = await sync_to_async(ev.next_seq)(run.pk) - 1
+    turn = TurnContext(run=run, scope=scope, worker=worker, seq=last_seq)
     token = _turn.set(turn)
     beat = asyncio.ensure_future(_heartbeat(turn))
     terminal: ev.Event | None = None
@@ -285,13 +333,18 @@ def execute_run(run_id: Any, *, worker: str | None = None) -> str:
     run = claim_run(run_id, worker)
     if run is None:
         return "skipped"
+    scope = load_scope(run.scope_key)  # here, not in the loop: one thread hop fewer
+    endings: list[str] = []
 
     async def drive() -> None:
-        async with aclosing(stream_turn(run, worker=worker)) as stream:
-            async for _ in stream:
-                pass
+        async with aclosing(stream_turn(run, worker=worker, scope=scope)) as stream:
+            async for event in stream:
+                if event["type"] in TERMINAL_STATUS:  # yielded once finish() committed it
+                    endings.append(TERMINAL_STATUS[event["type"]])
 
     async_to_sync(drive)()
+    if endings:
+        return str(endings[-1])
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 

@@ -1,0 +1,1 @@
+"""Real-process concurrency and durability tests (PostgreSQL, Redis, Celery workers)."""
