@@ -281,8 +281,9 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
             if agent is None:
                 agent = await agent_for_run(run, scope)
             resumed = str(run.resumed_from_id) if run.resumed_from_id else None
-            await turn.emit(ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed))
-            yield {"seq": turn.seq, "type": ev.TurnStarted.type}
+            started = ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed)
+            await turn.emit(started)
+            yield {"seq": turn.seq, "type": started.type, "data": started.data()}
             if resumed:
                 continuation = await load_continuation(run, scope)
                 source = (agent.continue_recovered_typed(continuation) if prepared_plan is None
