@@ -12,19 +12,27 @@ writes a status itself, and shows a refusal as the exception's words.
 
 from __future__ import annotations
 
+import html
 import json
 import uuid
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.admin.views.main import ChangeList
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q, QuerySet
+from django.core.paginator import Paginator
+from django.db import connections
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from . import pauses
@@ -46,6 +54,11 @@ from .scopes import ALL_SCOPES, reviewer_scope_keys
 #: The pause and run pages show at most this many events of a run.
 EVENTS_SHOWN = 200
 SUMMARY_CHARS = 90
+#: Up to this many rows a changelist counts exactly; beyond, it shows PostgreSQL's estimate.
+EXACT_COUNT_UP_TO = 10_000
+# A changelist labels a hundred rows: get_FOO_display() would rebuild its choices per cell.
+STATUS_LABELS = dict(PauseStatus.choices)
+VIA_LABELS = dict(AnsweredVia.choices)
 
 
 def viewer_url(run: Run | None) -> str | None:
@@ -94,7 +107,8 @@ def summarize(pause: Pause) -> str:
         text = "; ".join(calls)
     else:
         text = question_text(pause)
-    return Truncator(text).chars(SUMMARY_CHARS)
+    # Truncator normalizes and walks the text; most summaries are short enough as they are.
+    return text if len(text) <= SUMMARY_CHARS else Truncator(text).chars(SUMMARY_CHARS)
 
 
 def args_rows(args: Any) -> list[tuple[str, str, bool]]:
@@ -156,21 +170,46 @@ def _events_table(run: Run | None) -> dict[str, Any] | None:
 
 # --- shared behaviour ---------------------------------------------------------
 
+def scopes_in_use(model: Any) -> set[str]:
+    """Every scope key in ``model``'s (indexed) ``scope_key`` column, in one query.
+
+    On PostgreSQL a recursive query hops through the index from one key to the
+    next (a loose index scan), so the cost follows the number of scopes, not
+    of rows, where a DISTINCT would read every row.
+    """
+    connection = connections[model.objects.db]
+    keys = model.objects.order_by().values_list("scope_key", flat=True)
+    if connection.vendor != "postgresql":
+        return set(keys.distinct())
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE hop(k) AS ((SELECT scope_key FROM {table} ORDER BY scope_key "
+            f"LIMIT 1) UNION ALL SELECT (SELECT scope_key FROM {table} WHERE scope_key > hop.k "
+            f"ORDER BY scope_key LIMIT 1) FROM hop WHERE hop.k IS NOT NULL) "
+            f"SELECT k FROM hop WHERE k IS NOT NULL")
+        return {key for (key,) in cursor.fetchall()}
+
+
 class ScopeFilter(admin.SimpleListFilter):
     title = "scope"
     parameter_name = "scope"
 
     def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
         self.scope_field = model_admin.scope_field
+        # The model whose own scope_key column the rows are filtered on (a run's, for events).
+        *path, _ = self.scope_field.split("__")
+        self.scope_model = model
+        for name in path:
+            self.scope_model = self.scope_model._meta.get_field(name).related_model
         super().__init__(request, params, model, model_admin)
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         keys = visible_scopes(request)
         if keys == ALL_SCOPES:
-            # Every scope in use: read from the two (indexed) scope columns,
-            # never by scanning the much larger event or audit tables.
-            keys = {*Run.objects.order_by().values_list("scope_key", flat=True).distinct(),
-                    *Pause.objects.order_by().values_list("scope_key", flat=True).distinct()}
+            # Every scope in use, from the indexed column the filter applies to; never
+            # by scanning the much larger event or audit tables.
+            keys = scopes_in_use(self.scope_model)
         return [(k, k) for k in sorted(keys)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
@@ -179,11 +218,77 @@ class ScopeFilter(admin.SimpleListFilter):
         return queryset
 
 
+class EstimatingPaginator(Paginator):
+    """A paginator that never reads more than ``EXACT_COUNT_UP_TO`` rows to count them.
+
+    ``count`` is exact up to that many rows. Beyond, on PostgreSQL, it is the
+    planner's estimate (``count_is_estimate`` is then true): an exact COUNT(*)
+    reads every matching row, and over a large table that costs more than the
+    page it numbers. An unfiltered list asks the table's statistics and
+    counts only a small table, in one query; a filtered one counts at most
+    ``EXACT_COUNT_UP_TO + 1`` rows and, only if it reaches that, asks EXPLAIN.
+    """
+
+    count_is_estimate = False
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        connection = connections[queryset.db]
+        query = queryset.query
+        if connection.vendor != "postgresql" or query.distinct or query.combinator:
+            return super().count
+        if not query.where and query.group_by is None:
+            count, self.count_is_estimate = self._table_count(connection, queryset.model)
+            return count
+        count = queryset.order_by()[:EXACT_COUNT_UP_TO + 1].count()
+        if count <= EXACT_COUNT_UP_TO:
+            return count
+        self.count_is_estimate = True
+        plan = json.loads(queryset.order_by().values("pk").explain(format="json"))
+        return max(count, int(plan[0]["Plan"]["Plan Rows"]))
+
+    @staticmethod
+    def _table_count(connection: Any, model: Any) -> tuple[int, bool]:
+        # The planner's own estimate: the rows per page at the last ANALYZE times
+        # the pages now. The exact count runs only when that is small (or unknown).
+        table = connection.ops.quote_name(model._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT CASE WHEN estimate > %s THEN estimate "
+                f"ELSE (SELECT COUNT(*) FROM {table}) END, estimate > %s "
+                f"FROM (SELECT CASE WHEN c.reltuples < 0 THEN NULL "
+                f"ELSE (c.reltuples / GREATEST(c.relpages, 1) * pg_relation_size(c.oid) "
+                f"/ current_setting('block_size')::int)::bigint END AS estimate "
+                f"FROM pg_class c WHERE c.oid = %s::regclass) AS statistics",
+                [EXACT_COUNT_UP_TO, EXACT_COUNT_UP_TO, table])
+            count, estimated = cursor.fetchone()
+        return count, bool(estimated)
+
+
+class ScopedChangeList(ChangeList):
+    """The admin's changelist, with no second count of an unfiltered list."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        if not self.has_active_filters and not self.query:
+            # Unfiltered, the full count is this count (show_full_result_count is off,
+            # so the admin would offer "Show all" of the very same list).
+            self.full_result_count = self.result_count
+
+
 class ScopedReadOnlyAdmin(admin.ModelAdmin):
     """Rows of the scopes the user may review, read-only; anything else is a 404."""
 
     #: The lookup that gives a row's scope key.
     scope_field = "scope_key"
+    # These tables grow with every turn: count no more rows than needed, and only once
+    # (the full count only adds "(n total)" beside a filtered count).
+    paginator = EstimatingPaginator
+    show_full_result_count = False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return ScopedChangeList
 
     class Media:
         css = {"all": ("symfonic_django/admin.css",)}
@@ -220,7 +325,9 @@ def _json_block(value: Any) -> str:
 
 
 def _status_badge(status: str, label: str) -> str:
-    return format_html('<span class="symfonic-status symfonic-status-{}">{}</span>', status, label)
+    # A hundred of these per changelist page: escaped directly, not through format_html.
+    return SafeString(f'<span class="symfonic-status symfonic-status-{html.escape(status)}">'
+                      f'{html.escape(str(label))}</span>')
 
 
 def _admin_link(obj: Any, text: str | None = None) -> str:
@@ -252,8 +359,11 @@ class RunAdmin(ScopedReadOnlyAdmin):
                        "input_json", "output_json", "error_json")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # A subquery per listed run, not a GROUP BY over every run before the page is cut.
+        pending = (Pause.objects.filter(run=OuterRef("pk"), status=PauseStatus.PENDING)
+                   .order_by().values("run").annotate(n=Count("pk")).values("n"))
         return super().get_queryset(request).annotate(
-            pending_count=Count("pauses", filter=Q(pauses__status=PauseStatus.PENDING)))
+            pending_count=Coalesce(Subquery(pending), 0))
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
         return _with_uuid_search(super().get_search_results(request, queryset, search_term),
@@ -323,6 +433,21 @@ def _with_uuid_search(result: tuple[QuerySet, bool], queryset: QuerySet, term: s
 
 # --- pauses ------------------------------------------------------------------------
 
+class PauseChangeList(ScopedChangeList):
+    """The pause changelist reads only the columns it shows."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        # The page (counted without them) reads the row and the names of its agent and
+        # answerer, as two annotations rather than two more objects per row; not the
+        # answer or the schema.
+        self.result_list = self.result_list.annotate(
+            agent_name=F("run__agent"),
+            answerer_name=F(f"answered_by__{get_user_model().USERNAME_FIELD}"),
+        ).only("id", "status", "kind", "prompt", "scope_key", "created_at", "expires_at",
+               "answered_via")
+
+
 @admin.register(Pause)
 class PauseAdmin(ScopedReadOnlyAdmin):
     review_template = "admin/symfonic_django/pause/review.html"
@@ -332,19 +457,21 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     list_filter = ("status", "kind", ScopeFilter)
     search_fields = ("scope_key", "run__agent", "prompt", "answered_by__username",
                      "session_id", "thread_id")
-    list_select_related = ("run", "answered_by")
     ordering = ("-created_at",)
     actions = ["approve_selected", "reject_selected"]
 
     class Media:
         js = ("symfonic_django/review.js",)
 
-    # The changelist columns read only the row, its run and its answerer
-    # (list_select_related): the page costs the same queries for 5 rows or 500.
+    # The changelist columns read only the row and the names of its agent and
+    # answerer (PauseChangeList.get_results): the same queries for 5 rows or 500.
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return PauseChangeList
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Pause) -> str:
-        return _status_badge(obj.status, obj.get_status_display())
+        return _status_badge(obj.status, STATUS_LABELS.get(obj.status, obj.status))
 
     @admin.display(description="action or question")
     def summary(self, obj: Pause) -> str:
@@ -352,7 +479,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: Pause) -> str:
-        return obj.run.agent
+        return obj.agent_name  # type: ignore[attr-defined]
 
     @admin.display(description="scope", ordering="scope_key")
     def scope(self, obj: Pause) -> str:
@@ -371,9 +498,10 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description="answered by", ordering="answered_at")
     def answered(self, obj: Pause) -> str:
-        if obj.answered_by is not None:
-            return f"{obj.answered_by.get_username()} ({obj.get_answered_via_display().lower()})"
-        return obj.get_answered_via_display().lower() or "—"
+        via = str(VIA_LABELS.get(obj.answered_via, obj.answered_via)).lower()
+        if obj.answerer_name is not None:  # type: ignore[attr-defined]
+            return f"{obj.answerer_name} ({via})"  # type: ignore[attr-defined]
+        return via or "—"
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
         return _with_uuid_search(super().get_search_results(request, queryset, search_term),
