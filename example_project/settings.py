@@ -107,6 +107,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULE = {
     "symfonic-expire-pauses": {"task": "symfonic_django.expire_pauses", "schedule": 30.0},
     "symfonic-reap-stale-runs": {"task": "symfonic_django.reap_stale_runs", "schedule": 30.0},
+    "symfonic-requeue-stalled-runs": {"task": "symfonic_django.requeue_stalled_runs",
+                                      "schedule": 15.0},
 }
 
 REST_FRAMEWORK = {

@@ -50,6 +50,7 @@ from .models import (
     TurnEvent,
 )
 from .scopes import ALL_SCOPES, reviewer_scope_keys
+from .viewer import viewer_url
 
 #: The pause and run pages show at most this many events of a run.
 EVENTS_SHOWN = 200
@@ -61,14 +62,6 @@ STATUS_LABELS = dict(PauseStatus.choices)
 VIA_LABELS = dict(AnsweredVia.choices)
 
 
-def viewer_url(run: Run | None) -> str | None:
-    """Where a reviewer watches ``run`` live after answering.
-
-    ``None`` until the live-turn viewer exists; the reviewer then lands back
-    on the pause page, which shows the decision. The viewer's issue only has
-    to return its URL here.
-    """
-    return None
 
 
 def visible_scopes(request: HttpRequest) -> Any:

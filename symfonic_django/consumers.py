@@ -12,21 +12,28 @@ reordered, whatever the layer does.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import uuid
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from .events import TERMINAL_TYPES, group_name, wire_rows
+from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, wire_rows
 from .models import Run, TurnEvent
 from .scopes import may_review, reviewer_scope_keys
 from .tokens import verify_watch_ticket
 
-#: How often a watcher looks at the database when no doorbell rings (seconds).
+#: How often a watcher looks at the database when no doorbell rings (seconds)...
 POLL_INTERVAL = 0.5
+#: ...backing off to this while the run stays quiet: each look is a query per watcher.
+MAX_POLL_INTERVAL = 5.0
 #: Rows read per database round trip.
 BATCH = 500
+
+log = logging.getLogger(__name__)
 
 CLOSE_NORMAL = 1000
 CLOSE_NOT_AUTHENTICATED = 4401
@@ -62,10 +69,52 @@ def _ended_before(run_id: Any, after: int) -> bool:
                                     type__in=TERMINAL_TYPES).exists()
 
 
+def _open(run_id: uuid.UUID, user: Any, after: int,
+          ) -> tuple[Run | None, int | None, list[dict[str, Any]], bool]:
+    """Everything a new watcher needs, in one database round trip.
+
+    The run; a close code refusing ``user`` (``None`` for a ticket holder,
+    whose ticket was already checked); the first events after ``after``; and
+    whether the turn had already ended by ``after``.
+    """
+    run = _load_run(run_id)
+    if run is None:
+        return None, CLOSE_NOT_FOUND, [], False
+    code = _authorize(user, run) if user is not None else None
+    if code is not None:
+        return run, code, [], False
+    events = _rows_after(run.pk, after, run.root_run_id)
+    return run, None, events, not events and _ended_before(run.pk, after)
+
+
+_reads: dict[tuple[Any, ...], asyncio.Future[tuple[list[dict[str, Any]], list[str]]]] = {}
+
+
+async def read_rows(run_id: Any, after: int, root_run_id: str,
+                    ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The events after ``after`` and their JSON text, read once for every watcher that asks.
+
+    When a doorbell is lost, every watcher of the run in this process asks at
+    once for the same rows; one query (and one encoding) answers them all,
+    instead of one each queued on the single thread database calls share.
+    """
+    key = (id(asyncio.get_running_loop()), str(run_id), after)
+    pending = _reads.get(key)
+    if pending is None:
+        async def read() -> tuple[list[dict[str, Any]], list[str]]:
+            events = await database_sync_to_async(_rows_after)(run_id, after, root_run_id)
+            return events, [json.dumps(event) for event in events]
+
+        pending = _reads[key] = asyncio.ensure_future(read())
+        pending.add_done_callback(lambda _: _reads.pop(key, None))
+    return await asyncio.shield(pending)  # one watcher leaving must not cancel the others' read
+
+
 class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     run: Run | None = None
     last_seq = 0
     closed = False
+    rang = False  # a doorbell arrived since the poller last looked
 
     async def connect(self) -> None:
         # Accept first, then refuse with a code: a close before accept reaches a
@@ -78,34 +127,35 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         if not after.isdigit():
             await self.refuse(CLOSE_NOT_FOUND)
             return
-        self.run = await database_sync_to_async(_load_run)(run_id)
-        if ticket:
-            if not verify_watch_ticket(ticket, run_id):
-                await self.refuse(CLOSE_NOT_AUTHENTICATED)
-                return
-            if self.run is None:
-                await self.refuse(CLOSE_NOT_FOUND)
-                return
-        else:
-            user = self.scope.get("user")
-            if user is None or not user.is_authenticated:
-                await self.refuse(CLOSE_NOT_AUTHENTICATED)
-                return
-            if self.run is None:
-                await self.refuse(CLOSE_NOT_FOUND)
-                return
-            code = await database_sync_to_async(_authorize)(user, self.run)
-            if code is not None:
-                await self.refuse(code)
-                return
+        user = None if ticket else self.scope.get("user")
+        if not (verify_watch_ticket(ticket, run_id) if ticket
+                else user is not None and user.is_authenticated):
+            await self.refuse(CLOSE_NOT_AUTHENTICATED)
+            return
+        try:
+            run_uuid = uuid.UUID(run_id)
+        except ValueError:
+            await self.refuse(CLOSE_NOT_FOUND)
+            return
         self.last_seq = int(after)
         self.lock = asyncio.Lock()
-        self.group = group_name(self.run.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        if await database_sync_to_async(_ended_before)(self.run.pk, self.last_seq):
+        # Join before reading, so no event falls between the read and the first
+        # doorbell; a refused socket leaves the group again when it disconnects.
+        self.group = group_name(run_uuid)
+        await self.join()
+        # One database round trip: under CONN_MAX_AGE=0 each one opens a connection.
+        self.run, code, events, ended = await database_sync_to_async(_open)(
+            run_uuid, user, self.last_seq)
+        if code is not None:
+            await self.refuse(code)
+            return
+        if ended:
             await self.finish()
             return
-        await self.pump()
+        async with self.lock:
+            await self.send_events(events, [json.dumps(event) for event in events])
+        if len(events) == BATCH:
+            await self.pump()
         if not self.closed:
             self.poller = asyncio.ensure_future(self.poll())
 
@@ -118,11 +168,12 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             self.closed = True
             await self.close(code=CLOSE_NORMAL)
 
-    async def send_events(self, events: list[dict[str, Any]]) -> None:
-        for event in events:
+    async def send_events(self, events: list[dict[str, Any]], texts: list[str]) -> None:
+        """Send ``events`` (already encoded as ``texts``) that continue ``last_seq``."""
+        for event, text in zip(events, texts, strict=True):
             if event["seq"] != self.last_seq + 1 or self.closed:
                 return
-            await self.send_json(event)
+            await self.send(text_data=text)
             self.last_seq = event["seq"]
             if event["type"] in TERMINAL_TYPES:
                 await self.finish()
@@ -132,35 +183,97 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         """Send everything the database holds after ``last_seq``."""
         async with self.lock:
             while not self.closed:
-                events = await database_sync_to_async(_rows_after)(
-                    self.run.pk, self.last_seq, self.run.root_run_id)
-                await self.send_events(events)
+                events, texts = await read_rows(self.run.pk, self.last_seq, self.run.root_run_id)
+                await self.send_events(events, texts)
                 if len(events) < BATCH:
                     return
 
     async def poll(self) -> None:
+        """The fallback for a layer that does not ring: read the rows when it is quiet.
+
+        Nothing is read while doorbells arrive; a quiet run is looked at less
+        and less often. Rows that moved with no doorbell mean the layer lost
+        this watcher (a restarted Redis forgets its groups), so it joins again.
+        """
+        interval = POLL_INTERVAL
         while not self.closed:
-            await asyncio.sleep(POLL_INTERVAL)
-            await self.pump()
+            await asyncio.sleep(interval)
+            if self.rang:
+                self.rang, interval = False, POLL_INTERVAL
+                continue
+            before = self.last_seq
+            try:
+                await self.pump()
+            except Exception:  # a database hiccup must not end the fallback: look again later
+                log.warning("polling run %s failed", self.run.pk, exc_info=True)
+            if self.last_seq == before:
+                interval = min(interval * 2, MAX_POLL_INTERVAL)
+                continue
+            interval = POLL_INTERVAL
+            await self.join()
 
     async def symfonic_event(self, message: dict[str, Any]) -> None:
         """The doorbell. The next event in line is sent as it came; anything else reads rows."""
+        self.rang = True
         if self.closed or message["seq"] <= self.last_seq:
             return
         event = message.get("event")
         if event is not None and message["seq"] == self.last_seq + 1 and not self.lock.locked():
+            # channels_redis hands one message object to every watcher in this
+            # process: the first one to send it encodes it for all of them.
+            text = message.get("text") or message.setdefault("text", json.dumps(event))
             async with self.lock:
-                await self.send_events([event])
+                await self.send_events([event], [text])
             return
         await self.pump()
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every handler: a hop
+        # to the one thread all database calls share, where a doorbell would wait
+        # behind every other watcher's queries. A doorbell touches the database
+        # only through database_sync_to_async, which closes them itself.
+        if message["type"] == "symfonic.event":
+            await self.symfonic_event(message)
+        else:
+            await super().dispatch(message)
+
+    async def join(self) -> None:
+        """Join the run's group; a layer that fails or hangs costs only the doorbell.
+
+        Right after a Redis restart a pooled connection can fail or hang; the
+        watcher then reads the rows by polling, and joins again once they move.
+        """
+        try:
+            await asyncio.wait_for(
+                self.channel_layer.group_add(self.group, self.channel_name), LAYER_TIMEOUT)
+        except Exception:
+            log.warning("could not join %s; polling the database instead", self.group,
+                        exc_info=True)
+
     async def disconnect(self, code: int) -> None:
+        self.stop_polling()
+        if getattr(self, "group", None):
+            try:
+                await asyncio.wait_for(
+                    self.channel_layer.group_discard(self.group, self.channel_name),
+                    LAYER_TIMEOUT)
+            except Exception:  # the group forgets it after group_expiry anyway
+                log.warning("could not leave %s", self.group, exc_info=True)
+
+    def stop_polling(self) -> None:
         self.closed = True
         poller = getattr(self, "poller", None)
         if poller is not None:
             poller.cancel()
-        if getattr(self, "group", None):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # A channel layer that fails while receiving (Redis restarted) ends the
+        # consumer with an exception and no disconnect(): stop the poller anyway.
+        # The client sees 1011 and reconnects with ?after=N.
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.stop_polling()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Clients only listen; anything they send is ignored."""

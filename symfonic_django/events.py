@@ -7,16 +7,22 @@ group that something new is there. A lost doorbell costs latency, never data.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from .models import TurnEvent
 
 log = logging.getLogger(__name__)
+
+#: Seconds a doorbell may take: a layer that hangs (a pooled connection to a
+#: restarted Redis) must not hold up a turn or a watcher; the rows are there.
+LAYER_TIMEOUT = 2.0
 
 
 def group_name(run_id: Any) -> str:
@@ -116,9 +122,26 @@ def next_seq(run_id: Any) -> int:
     return (TurnEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
 
 
+#: On PostgreSQL an event is one raw INSERT: a turn persists every event it streams,
+#: and the ORM's per-row cost (model save, signals, SQL compilation) was most of it.
+PG_INSERT = (f"INSERT INTO {TurnEvent._meta.db_table} (run_id, seq, type, data, created_at) "
+             "VALUES (%s, %s, %s, %s, %s) RETURNING id")
+
+
 def persist(run_id: Any, seq: int, event: Event) -> TurnEvent:
     """Insert one event. ``(run, seq)`` is unique: a second writer fails loudly."""
-    return TurnEvent.objects.create(run_id=run_id, seq=seq, type=event.type, data=event.data())
+    row = TurnEvent(run_id=run_id, seq=seq, type=event.type, data=event.data(),
+                    created_at=timezone.now())
+    if connection.vendor != "postgresql":
+        row.save(force_insert=True)
+        return row
+    run = TurnEvent._meta.get_field("run").get_db_prep_save(row.run_id, connection)
+    data = connection.ops.adapt_json_value(row.data, None)
+    with connection.cursor() as cursor:
+        cursor.execute(PG_INSERT, [run, seq, row.type, data, row.created_at])
+        row.pk = cursor.fetchone()[0]
+    row._state.adding, row._state.db = False, connection.alias
+    return row
 
 
 async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) -> None:
@@ -133,9 +156,10 @@ async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) ->
     if layer is None:
         return
     try:
-        await layer.group_send(group_name(run_id),
-                               {"type": "symfonic.event", "seq": seq, "event": message})
-    except Exception:  # a full or unreachable layer must not fail the turn
+        await asyncio.wait_for(layer.group_send(
+            group_name(run_id), {"type": "symfonic.event", "seq": seq, "event": message}),
+            LAYER_TIMEOUT)
+    except Exception:  # a full, unreachable or hanging layer must not fail the turn
         log.warning("channel layer send failed for run %s seq %s", run_id, seq, exc_info=True)
 
 

@@ -364,9 +364,9 @@ def settle(run: Run, *, dispatch: bool = True, now: datetime | None = None) -> R
     )
     Pause.objects.filter(run=run).update(continuation=continuation)
     if dispatch:
-        from .tasks import run_continuation
+        from .tasks import send_on_commit
 
-        transaction.on_commit(lambda: run_continuation.delay(str(continuation.pk)))
+        send_on_commit(continuation.pk, continuation=True)
     return continuation
 
 

@@ -56,9 +56,9 @@ def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", threa
     with transaction.atomic():
         run.save(force_insert=True)
         if dispatch:
-            from .tasks import start_run as task
+            from .tasks import send_on_commit
 
-            transaction.on_commit(lambda: task.delay(str(run.pk)))
+            send_on_commit(run.pk, continuation=False)
     return run
 
 
@@ -126,12 +126,12 @@ TERMINAL_STATUS = {ev.TurnPaused.type: RunStatus.PAUSED,
 
 
 def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
-           now: datetime | None = None) -> str:
+           now: datetime | None = None, *, ring: bool = True) -> str:
     """Write the terminal event and state together, if this worker still owns the run.
 
     Returns the run's new status. For ``turn.paused`` the paused run is settled
     in the same transaction, so pauses answered while the turn was still
-    running continue it now.
+    running continue it now. With ``ring=False`` the caller announces the event.
     """
     from .pauses import settle
 
@@ -151,7 +151,8 @@ def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
         ev.persist(run_id, seq, event)
         if status == RunStatus.PAUSED:
             settle(Run.objects.get(pk=run_id), now=now)
-        transaction.on_commit(lambda: ev.ring(run_id, seq))
+        if ring:
+            transaction.on_commit(lambda: ev.ring(run_id, seq))
     return status
 
 
@@ -320,10 +321,12 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
         if terminal is not None and not turn.lost:
             turn.seq += 1
             try:
-                await sync_to_async(finish)(run.pk, worker, turn.seq, terminal)
+                await sync_to_async(finish)(run.pk, worker, turn.seq, terminal, ring=False)
             except LeaseLost:
                 log.warning("run %s lost its lease before it could finish", run.pk)
                 terminal = None
+            else:  # rung from the loop, as emit() does: no hop back into it from finish()
+                await ev.aring(run.pk, turn.seq)
     if terminal is not None:
         yield {"seq": turn.seq, "type": terminal.type, "data": terminal.data()}
 
@@ -370,3 +373,21 @@ def reap_stale_runs(*, now: datetime | None = None) -> int:
             ev.publish(run.pk, ev.TurnFailed(code="lease_expired", message=message))
         reaped += 1
     return reaped
+
+
+#: A queued run older than this is sent to the workers again (its message was lost).
+STALLED_AFTER = timedelta(seconds=10)
+
+
+def requeue_stalled_runs(*, now: datetime | None = None, older_than: timedelta = STALLED_AFTER
+                         ) -> int:
+    """Send again every run still queued after ``older_than`` (a broker lost or refused it).
+
+    Sending twice is harmless: only one delivery can claim a queued run.
+    """
+    from .tasks import send_run
+
+    cutoff = (now or timezone.now()) - older_than
+    stalled = Run.objects.filter(status=RunStatus.QUEUED, created_at__lt=cutoff).values_list(
+        "pk", "parent_id")[:500]
+    return sum(send_run(pk, continuation=parent is not None) for pk, parent in stalled)

@@ -229,14 +229,17 @@ def test_only_the_allowed_decisions_are_offered_and_accepted(users):
     assert snapshot(pause) == before
 
 
-def test_approve_sends_one_hitl_response_and_lands_on_the_pause_page(
+def test_approve_sends_one_hitl_response_and_lands_on_the_live_viewer(
         users, django_capture_on_commit_callbacks):
+    from symfonic_django.viewer import viewer_url
+
     pause = refund_pause("acme", amount=40, order="ACME-5")
     alice = login("alice")
     with django_capture_on_commit_callbacks() as dispatched:
         response = post_answer(alice, pause, {"decision_0": "approve", "args_0": "{}"})
-    assert response.status_code == 302 and response["Location"] == page(pause)
     pause.refresh_from_db()
+    assert response.status_code == 302
+    assert response["Location"] == viewer_url(pause.continuation_id) != page(pause)
     assert pause.status == PauseStatus.ANSWERED
     assert pause.answer == {"decisions": [{"type": "approve"}]}
     assert pause.answered_by.username == "alice" and pause.answered_via == "admin"

@@ -183,6 +183,6 @@ def test_symfonic_reap_command_reaps_lapsed_runs(tenants):
     run = lapsed_running_run()
     out = io.StringIO()
     call_command("symfonic_reap", stdout=out)
-    assert out.getvalue().strip() == "reaped 1 run(s)"
+    assert out.getvalue().splitlines() == ["reaped 1 run(s)", "requeued 0 run(s)"]
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.error["code"] == "lease_expired"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
 import math
+import time
 import uuid
 from dataclasses import replace
 from typing import Any

@@ -223,18 +223,21 @@ def test_reviewer_edits_and_approves_a_refund_and_the_worker_records_it(server, 
             editor.fill(json.dumps({"order_id": order_id, "amount": 7.25}, indent=2))
             shoot(alice, "2-alice-edits-the-amount")
             alice.click("input[name=_answer]")
-            alice.wait_for_selector("#decision")
-            assert alice.url == f"{server}{pause_path}"
-            decided = alice.inner_text("#decision")
-            assert "Edited and approved" in decided and "7.25" in decided
+            # The reviewer lands on the live viewer of the resumed turn and watches it finish.
+            alice.wait_for_url("**/admin/symfonic/runs/*/live/")
             assert "Your answer was recorded" in alice.inner_text(".messagelist")
-            shoot(alice, "3-alice-sees-the-decision")
+            alice.wait_for_function(
+                "document.querySelector('#symfonic-transcript').innerText.includes('is done.')")
+            assert "7.25" in alice.inner_text("#symfonic-transcript")
+            shoot(alice, "3-alice-watches-the-resumed-turn")
 
             cont = off_the_loop(lambda: wait_for_continuation(str(target.pk), worker))
             assert cont.status == RunStatus.COMPLETED, worker.tail()
-            alice.reload()
+            alice.goto(f"{server}{pause_path}")
+            decided = alice.inner_text("#decision")
+            assert "Edited and approved" in decided and "7.25" in decided
             assert "turn.completed" in alice.inner_text("#continuation-events")
-            shoot(alice, "4-continuation-completed")
+            shoot(alice, "4-alice-sees-the-decision-and-the-completed-turn")
 
             bob = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
             bob.set_default_timeout(15_000)

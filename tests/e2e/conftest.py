@@ -1,0 +1,70 @@
+"""The live stack for the end-to-end tests: started once per session, always stopped.
+
+The stack's processes use pytest-django's test database, so they see the
+rows a test writes (tests here are ``transaction=True``) and the tables are
+flushed between tests as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from ..conftest import need
+from .stack import Stack, database_url
+
+T = TypeVar("T")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
+
+@pytest.fixture(scope="session")
+def live(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Private Redis, daphne serving ``example_project.asgi:application``, two Celery workers."""
+    from django.db import connection
+
+    need(bool(shutil.which("redis-server")), "needs redis-server on PATH")
+    need(connection.vendor == "postgresql", "needs PostgreSQL (set DATABASE_URL=postgres://...)")
+    stack = Stack(database_url(connection.settings_dict), tmp_path_factory.mktemp("live"))
+    try:
+        stack.start()
+    except Exception as exc:  # noqa: BLE001
+        need(False, f"the live stack did not start: {exc}\n{stack.logs()}")
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def users(tenants: Any) -> dict[str, dict[str, str]]:
+    """``seed_demo``'s users (admin, alice of acme, bob of globex): passwords and tokens."""
+    from example_project.shop.management.commands.seed_demo import seed_users
+
+    return seed_users()
+
+
+def run_async(coro_factory: Callable[[], Any], timeout: float) -> Any:
+    """Run a coroutine from a sync test, bounded by ``timeout`` seconds."""
+
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro_factory(), timeout)
+
+    return asyncio.run(bounded())
+
+
+async def in_db(fn: Callable[..., T], *args: Any) -> T:
+    """Call ``fn`` in a worker thread and close that thread's connection afterwards."""
+    from django.db import connections
+
+    def call() -> T:
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+
+    return await asyncio.to_thread(call)
