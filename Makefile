@@ -29,6 +29,7 @@ chromium:
 	bash scripts/chromium.sh
 
 test: install install312 services chromium
+	$(VENV)/bin/ruff check symfonic_django example_project tests bench
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) manage.py makemigrations --check --dry-run
 	bash scripts/test.sh
@@ -51,6 +52,9 @@ smoke: install
 bench: install services
 	$(PY) bench/bench_tokens.py
 	$(PY) bench/bench_continuations.py
+	$(PY) bench/bench_pause_list.py
+	$(PY) bench/bench_ws_latency.py
+	$(PY) bench/bench_ws_fanout.py
 
 lint: install
 	$(VENV)/bin/ruff check symfonic_django example_project tests bench
