@@ -31,18 +31,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_ws_latency import DATABASE_URL, DB_NAME, pg  # noqa: E402
-from tests.e2e.stack import Redis, Stack, Watch, free_port, watch  # noqa: E402
+from bench.bench_ws_latency import ws_stack  # noqa: E402
+from tests.e2e.stack import Stack, Watch, watch  # noqa: E402
 
 GOAL = 0.5
 BUDGET = 170.0  # seconds, from start to verdict: the benchmark is bounded
@@ -103,33 +101,8 @@ def main() -> int:
                         help="baseline consumer keeps Channels' per-message database hop")
     args = parser.parse_args()
 
-    log_dir = Path(tempfile.mkdtemp(prefix="symfonic-bench-ws-"))
-    redis = Redis(free_port(), log_dir).start()
-    os.environ.update(DJANGO_SETTINGS_MODULE="bench.ws_settings", DATABASE_URL=DATABASE_URL,
-                      REDIS_URL=f"{redis.url}/0", CELERY_BROKER_URL=f"{redis.url}/1", DEBUG="0")
-    stack = Stack(DATABASE_URL, log_dir, settings="bench.ws_settings", debug=False,
-                  redis=redis, worker_args=["-I", "bench.ws_baseline"])
-    pg("dropdb", "--if-exists", "--force", DB_NAME)
-    pg("createdb", DB_NAME)
-    try:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0, interactive=False)
-        stack.start()
-        _, bare_port = stack.serve("baseline", "bench.ws_baseline:application")
+    with ws_stack() as (stack, bare_port, log_dir):
         return measure(args, stack, bare_port, log_dir)
-    except Exception:
-        print(stack.logs(), file=sys.stderr)
-        raise
-    finally:
-        stack.stop()
-        from django.db import connections
-
-        connections.close_all()
-        pg("dropdb", "--if-exists", "--force", DB_NAME)
 
 
 def measure(args: argparse.Namespace, stack: Stack, bare_port: int, log_dir: Path) -> int:

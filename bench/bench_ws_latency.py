@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,16 +62,12 @@ def pg(command: str, *args: str) -> None:
     subprocess.run([command, *PG, *args], check=True, stdout=subprocess.DEVNULL)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+@contextmanager
+def ws_stack() -> Iterator[tuple[Stack, int, Path]]:
+    """A private Redis, a fresh database, daphne and two workers, and the bare baseline server.
 
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=40, help="samples per side")
-    args = parser.parse_args()
-
+    Shared by both websocket benchmarks; everything is stopped and dropped afterwards.
+    """
     log_dir = Path(tempfile.mkdtemp(prefix="symfonic-bench-ws-"))
     redis = Redis(free_port(), log_dir).start()
     os.environ.update(DJANGO_SETTINGS_MODULE="bench.ws_settings", DATABASE_URL=DATABASE_URL,
@@ -87,7 +85,7 @@ def main() -> int:
         call_command("migrate", verbosity=0, interactive=False)
         stack.start()
         _, bare_port = stack.serve("baseline", "bench.ws_baseline:application")
-        return measure(args, stack, bare_port)
+        yield stack, bare_port, log_dir
     except Exception:
         print(stack.logs(), file=sys.stderr)
         raise
@@ -97,6 +95,20 @@ def main() -> int:
 
         connections.close_all()
         pg("dropdb", "--if-exists", "--force", DB_NAME)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=40, help="samples per side")
+    args = parser.parse_args()
+
+    with ws_stack() as (stack, bare_port, _):
+        return measure(args, stack, bare_port)
 
 
 def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
