@@ -100,6 +100,12 @@ def accepted(pause: Pause | None, run_id: Any | None) -> Response:
     return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
+def accepted_resolution(resolution: pauses.Resolution) -> Response:
+    """The 202 for an answered pause: the turn that will run, if this was its last pause."""
+    continuation = resolution.continuation
+    return accepted(resolution.pause, continuation.pk if continuation is not None else None)
+
+
 def idempotent(request: Request, caller: str, handle: Any) -> Response:
     """Replay the stored 202 for a repeated ``Idempotency-Key`` from the same caller.
 
@@ -197,48 +203,41 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
+    def _transition(self, request: Request, body: type, move: Any) -> Response:
+        """Look the pause up in the caller's scopes, then ``move`` it through the state machine.
+
+        ``move(pause_id, data, common)`` calls one transition of ``pauses``;
+        ``common`` is the caller, the surface and the scopes they may see.
+        """
+        pause = self.get_object()
+        common = {"actor": request.user, "via": AnsweredVia.API, "visible": self._visible()}
+
+        def handle() -> Response:
+            return accepted_resolution(move(pause.pk, _body(body, request), common))
+
+        return idempotent(request, self._caller(), handle)
+
     @extend_schema(request=s.AnswerRequestSerializer, responses=ACCEPTED,
                    parameters=[IDEMPOTENCY_HEADER])
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
     def answer(self, request: Request, pk: str | None = None) -> Response:
-        pause = self.get_object()
-
-        def handle() -> Response:
-            data = _body(s.AnswerRequestSerializer, request)
-            res = pauses.answer_pause(pause.pk, data["answer"], actor=request.user,
-                                      via=AnsweredVia.API, visible=self._visible())
-            return accepted(res.pause, res.continuation and res.continuation.pk)
-
-        return idempotent(request, self._caller(), handle)
+        return self._transition(request, s.AnswerRequestSerializer, lambda pk, data, common:
+                                pauses.answer_pause(pk, data["answer"], **common))
 
     @extend_schema(request=s.ApproveRequestSerializer, responses=ACCEPTED,
                    parameters=[IDEMPOTENCY_HEADER])
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
     def approve(self, request: Request, pk: str | None = None) -> Response:
-        pause = self.get_object()
-
-        def handle() -> Response:
-            data = _body(s.ApproveRequestSerializer, request)
-            res = pauses.approve(pause.pk, actor=request.user, via=AnsweredVia.API,
-                                 comment=data.get("comment", ""),
-                                 edited_args=data.get("edited_args"), visible=self._visible())
-            return accepted(res.pause, res.continuation and res.continuation.pk)
-
-        return idempotent(request, self._caller(), handle)
+        return self._transition(request, s.ApproveRequestSerializer, lambda pk, data, common:
+                                pauses.approve(pk, comment=data.get("comment", ""),
+                                               edited_args=data.get("edited_args"), **common))
 
     @extend_schema(request=s.RejectRequestSerializer, responses=ACCEPTED,
                    parameters=[IDEMPOTENCY_HEADER])
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
     def reject(self, request: Request, pk: str | None = None) -> Response:
-        pause = self.get_object()
-
-        def handle() -> Response:
-            data = _body(s.RejectRequestSerializer, request)
-            res = pauses.reject(pause.pk, actor=request.user, via=AnsweredVia.API,
-                                comment=data.get("comment", ""), visible=self._visible())
-            return accepted(res.pause, res.continuation and res.continuation.pk)
-
-        return idempotent(request, self._caller(), handle)
+        return self._transition(request, s.RejectRequestSerializer, lambda pk, data, common:
+                                pauses.reject(pk, comment=data.get("comment", ""), **common))
 
 
 class ResumeThrottle(ScopedRateThrottle):
@@ -269,7 +268,7 @@ class ResumeView(SymfonicAPIView):
 
         def handle() -> Response:
             res = async_to_sync(redeem_token)(data["token"], data["answer"])
-            return accepted(res.pause, res.continuation and res.continuation.pk)
+            return accepted_resolution(res)
 
         return idempotent(request, caller, handle)
 
