@@ -63,7 +63,9 @@ ASGI_APPLICATION = "example_project.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    DATABASES = {"default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0")),
+        conn_health_checks=True)}
 else:
     DATABASES = {
         "default": {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from django.db import connection, transaction
@@ -38,7 +38,8 @@ class Event:
     terminal: ClassVar[bool] = False
 
     def data(self) -> dict[str, Any]:
-        return asdict(self)
+        """The event's fields as a dict (shallow: values are shared, not copied)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,9 @@ async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) ->
     if layer is None:
         return
     try:
-        await asyncio.wait_for(layer.group_send(
-            group_name(run_id), {"type": "symfonic.event", "seq": seq, "event": message}),
-            LAYER_TIMEOUT)
+        async with asyncio.timeout(LAYER_TIMEOUT):  # no task of its own, unlike wait_for
+            await layer.group_send(
+                group_name(run_id), {"type": "symfonic.event", "seq": seq, "event": message})
     except Exception:  # a full, unreachable or hanging layer must not fail the turn
         log.warning("channel layer send failed for run %s seq %s", run_id, seq, exc_info=True)
 

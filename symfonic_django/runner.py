@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -34,6 +36,7 @@ from .models import Pause, Run, RunStatus
 from .scopes import load_scope, scope_key
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class LeaseLost(Exception):
@@ -66,36 +69,74 @@ astart_run = sync_to_async(start_run)
 
 
 #: On PostgreSQL the claim is one statement, its own short transaction: the locking
-#: read (``FOR UPDATE SKIP LOCKED``), the status check and the move to running with a
-#: lease, returning the row, in one round trip instead of four (BEGIN, SELECT, UPDATE,
-#: COMMIT) and without the ORM's per-query cost on the hot path of every turn.
+#: read (``FOR UPDATE SKIP LOCKED``), the status check, the move to running with a
+#: lease and the turn's ``turn.started`` event, returning the row, in one round trip
+#: instead of six (BEGIN, SELECT, UPDATE, COMMIT, then the event's INSERT) and without
+#: the ORM's per-query cost on the hot path of every turn. The event's data is
+#: ``TurnStarted(agent, resumed_from_pause).data()``, built from the claimed row.
 PG_CLAIM = """
-    UPDATE {run} SET status = %s, worker = %s, started_at = %s, lease_until = %s,
-                     attempts = attempts + 1, updated_at = %s
-     WHERE id = (SELECT id FROM {run} WHERE id = %s AND status = %s FOR UPDATE SKIP LOCKED)
- RETURNING *
+    WITH claimed AS (
+        UPDATE {run} SET status = %s, worker = %s, started_at = %s, lease_until = %s,
+                         attempts = attempts + 1, updated_at = %s
+         WHERE id = (SELECT id FROM {run} WHERE id = %s AND status = %s FOR UPDATE SKIP LOCKED)
+     RETURNING {columns}
+    ), started AS (
+        INSERT INTO {event} (run_id, seq, type, data, created_at)
+        SELECT id, 1 + COALESCE((SELECT max(seq) FROM {event} WHERE run_id = claimed.id), 0),
+               %s, jsonb_build_object('agent', agent, 'resumed_from_pause', resumed_from_id::text),
+               %s
+          FROM claimed
+     RETURNING id, seq
+    )
+    SELECT claimed.*, started.id, started.seq FROM claimed, started
 """
 
 
 def claim_run(run_id: Any, worker: str) -> Run | None:
-    """Move a queued run to running with a lease; ``None`` if someone else has it or it is done.
+    """Move a queued run to running with a lease and record its ``turn.started``.
 
-    The run returned is as the claim left it, with ``last_seq``: the highest
-    event ``seq`` stored for it (0 if none).
+    Returns ``None`` if someone else has the run or it is done. The run
+    returned is as the claim left it, with ``started_event``: the stored
+    ``turn.started`` row, written in the claim's own transaction (so a claimed
+    run always has one, and only a claimant writes a run's events).
     """
     now = timezone.now()
     lease_until = now + timedelta(seconds=settings.LEASE_SECONDS)
     run_id = Run._meta.pk.to_python(run_id)
-    if connection.vendor == "postgresql":
-        sql = PG_CLAIM.format(run=connection.ops.quote_name(Run._meta.db_table))
-        params = [RunStatus.RUNNING, worker, now, lease_until, now, run_id, RunStatus.QUEUED]
-        run = next(iter(Run.objects.raw(sql, params)), None)
-    else:
-        run = _claim_with_orm(run_id, worker, now, lease_until)
-    if run is not None:
-        # Only a claimant writes a run's events: a first claim has none to follow.
-        run.last_seq = 0 if run.attempts == 1 else ev.next_seq(run.pk) - 1  # type: ignore[attr-defined]
+    if connection.vendor != "postgresql":
+        return _claim_with_orm(run_id, worker, now, lease_until)
+    sql = _pg_claim_sql(connection.ops.quote_name)
+    params = [RunStatus.RUNNING, worker, now, lease_until, now, run_id, RunStatus.QUEUED,
+              ev.TurnStarted.type, now]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    *values, started_id, started_seq = row
+    for i, model_field in _converted_fields():
+        values[i] = model_field.from_db_value(values[i], None, connection)
+    run = Run.from_db(connection.alias, None, values)
+    started = ev.TurnStarted(agent=run.agent, resumed_from_pause=(
+        str(run.resumed_from_id) if run.resumed_from_id else None))
+    run.started_event = ev.TurnEvent(  # type: ignore[attr-defined]
+        pk=started_id, run_id=run.pk, seq=started_seq, type=started.type, data=started.data(),
+        created_at=now)
     return run
+
+
+@functools.cache
+def _pg_claim_sql(quote: Callable[[str], str]) -> str:
+    """``PG_CLAIM`` for this schema: every column of ``Run``, in model order, for ``from_db``."""
+    columns = ", ".join(quote(f.column) for f in Run._meta.concrete_fields)
+    return PG_CLAIM.format(run=quote(Run._meta.db_table),
+                           event=quote(ev.TurnEvent._meta.db_table), columns=columns)
+
+
+@functools.cache
+def _converted_fields() -> list[tuple[int, Any]]:
+    """The fields of ``Run`` whose database value is converted on reading (JSON ones)."""
+    return [(i, f) for i, f in enumerate(Run._meta.concrete_fields) if hasattr(f, "from_db_value")]
 
 
 def _claim_with_orm(run_id: Any, worker: str, now: datetime, lease_until: datetime) -> Run | None:
@@ -110,7 +151,11 @@ def _claim_with_orm(run_id: Any, worker: str, now: datetime, lease_until: dateti
                 status=RunStatus.RUNNING, worker=worker, started_at=now, lease_until=lease_until,
                 attempts=F("attempts") + 1, updated_at=now):
             return None
-        return Run.objects.get(pk=run_id)
+        run = Run.objects.get(pk=run_id)
+        resumed = str(run.resumed_from_id) if run.resumed_from_id else None
+        run.started_event = ev.persist(  # type: ignore[attr-defined]
+            run.pk, ev.next_seq(run.pk), ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed))
+        return run
 
 
 def extend_lease(run_id: Any, worker: str) -> bool:
@@ -143,11 +188,13 @@ def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
         changes["output"] = event.output
     elif isinstance(event, ev.TurnFailed):
         changes["error"] = {"code": event.code, "message": event.message}
-    with transaction.atomic():
+    # On PostgreSQL the ownership check, the state and the event are one statement, atomic
+    # on its own; a pause settles its run in the same transaction, so that one takes a block.
+    one_statement = connection.vendor == "postgresql" and status != RunStatus.PAUSED
+    with nullcontext() if one_statement else transaction.atomic():
         # The conditional UPDATE is the ownership check and takes the row lock until commit.
-        if not _update_if_owned(run_id, worker, changes):
+        if not _end_if_owned(run_id, worker, changes, seq, event):
             raise LeaseLost(f"run {run_id} is no longer owned by {worker}")
-        ev.persist(run_id, seq, event)
         if status == RunStatus.PAUSED:
             settle(Run.objects.get(pk=run_id), now=now)
         if ring:
@@ -155,23 +202,40 @@ def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
     return status
 
 
-def _update_if_owned(run_id: Any, worker: str, changes: dict[str, Any]) -> bool:
-    """UPDATE the run if ``worker`` still has it running; on PostgreSQL in raw SQL.
+#: The end of a turn on PostgreSQL: the UPDATE, only if this worker still has the run
+#: running, and the terminal event, inserted only when the UPDATE matched.
+PG_END = """
+    WITH owned AS (UPDATE {run} SET {assignments}
+                    WHERE id = %s AND status = %s AND worker = %s RETURNING id)
+    INSERT INTO {event} (run_id, seq, type, data, created_at)
+    SELECT id, %s, %s, %s, %s FROM owned
+"""
 
-    Once per turn on the hot path, where the ORM's UPDATE compilation was a
-    large share of a short turn's CPU; values are prepared by the model's fields.
+
+def _end_if_owned(run_id: Any, worker: str, changes: dict[str, Any], seq: int,
+                  event: ev.Event) -> bool:
+    """UPDATE the run and store its terminal event if ``worker`` still has it running.
+
+    On PostgreSQL in one raw statement: once per turn on the hot path, where
+    the ORM's UPDATE compilation and the extra round trips were a large share
+    of a short turn; values are prepared by the model's fields.
     """
     if connection.vendor != "postgresql":
         owned = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
-        return bool(owned.update(**changes))
+        if not owned.update(**changes):
+            return False
+        ev.persist(run_id, seq, event)
+        return True
     fields = [Run._meta.get_field(name) for name in changes]
-    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    quote = connection.ops.quote_name
+    sql = PG_END.format(run=quote(Run._meta.db_table), event=quote(ev.TurnEvent._meta.db_table),
+                        assignments=", ".join(f"{quote(f.column)} = %s" for f in fields))
     values = [f.get_db_prep_save(value, connection)
               for f, value in zip(fields, changes.values(), strict=True)]
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {Run._meta.db_table} SET {assignments} "
-                       "WHERE id = %s AND status = %s AND worker = %s",
-                       [*values, Run._meta.pk.to_python(run_id), RunStatus.RUNNING, worker])
+        cursor.execute(sql, [*values, Run._meta.pk.to_python(run_id), RunStatus.RUNNING, worker,
+                             seq, event.type, connection.ops.adapt_json_value(event.data(), None),
+                             changes["updated_at"]])
         return cursor.rowcount == 1
 
 
@@ -253,10 +317,8 @@ def _renew_lease(run_id: Any, worker: str) -> bool:
         connection.close()
 
 
-async def _heartbeat(turn: TurnContext) -> None:
-    interval = max(settings.LEASE_SECONDS / 3, 0.05)
+async def _heartbeat(turn: TurnContext, interval: float) -> None:
     while True:
-        await asyncio.sleep(interval)
         # Not on the turn's thread-sensitive sync thread: an agent blocked there (a tool
         # waiting on a lock or a slow call) would starve the renewal, and the reaper
         # would fail a turn that is still alive.
@@ -264,6 +326,29 @@ async def _heartbeat(turn: TurnContext) -> None:
         if not await renew(turn.run.pk, turn.worker):
             turn.lost = True
             return
+        await asyncio.sleep(interval)
+
+
+class Heartbeat:
+    """Renews the turn's lease every third of ``LEASE_SECONDS`` until stopped.
+
+    A timer, not a task, until the first renewal is due: most turns end
+    before it, and they then cost the loop nothing.
+    """
+
+    def __init__(self, turn: TurnContext) -> None:
+        interval = max(settings.LEASE_SECONDS / 3, 0.05)
+        loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[None] | None = None
+        self.timer = loop.call_later(interval, self._start, loop, turn, interval)
+
+    def _start(self, loop: asyncio.AbstractEventLoop, turn: TurnContext, interval: float) -> None:
+        self.task = loop.create_task(_heartbeat(turn, interval))
+
+    def stop(self) -> None:
+        self.timer.cancel()
+        if self.task is not None:
+            self.task.cancel()
 
 
 async def agent_for_run(run: Run, scope: Any) -> Any:
@@ -278,6 +363,7 @@ async def load_continuation(run: Run, scope: Any) -> Continuation:
 
 async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = None,
                       prepared_plan: Any = None, event_guard: Any = None,
+                      announced: Awaitable[None] | None = None,
                       ) -> AsyncIterator[dict[str, Any]]:
     """Run a claimed turn to its end, yielding each event as it is stored.
 
@@ -285,25 +371,34 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
     ends in exactly one terminal event: ``turn.paused`` if it requested pauses,
     ``turn.failed`` if the agent raised, else ``turn.completed``. A consumer
     that stops early closes the agent's stream and fails the run.
+    ``announced`` is the doorbell of the stored ``turn.started`` when the
+    caller already rang it.
     """
-    if scope is None:
-        scope = await sync_to_async(load_scope)(run.scope_key)
-    last_seq = getattr(run, "last_seq", None)  # claim_run() read it with the row
+    started_row = getattr(run, "started_event", None)  # claim_run() stored turn.started
+    resumed = str(run.resumed_from_id) if run.resumed_from_id else None
+    started = ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed)
+    last_seq = started_row.seq if started_row is not None else getattr(run, "last_seq", None)
     if last_seq is None:
         last_seq = await sync_to_async(ev.next_seq)(run.pk) - 1
     turn = TurnContext(run=run, scope=scope, worker=worker, seq=last_seq)
     token = _turn.set(turn)
-    beat = asyncio.ensure_future(_heartbeat(turn))
+    beat = Heartbeat(turn)
     terminal: ev.Event | None = None
     output: Any = None
     try:
+        # Watchers hear of the start first: before the scope and the agent are loaded.
+        if started_row is not None and announced is None:
+            await ev.aring(run.pk, turn.seq, ev.wire(started_row, run.root_run_id))
+        elif announced is not None:
+            await announced  # the caller rang it while it loaded the scope
+        else:  # a run claimed some other way: record the start now
+            await turn.emit(started)
+        yield {"seq": turn.seq, "type": started.type, "data": started.data()}
         with run_context(RunIdentity(str(run.pk), run.root_run_id)):
+            if scope is None:
+                scope = turn.scope = await sync_to_async(load_scope)(run.scope_key)
             if agent is None:
                 agent = await agent_for_run(run, scope)
-            resumed = str(run.resumed_from_id) if run.resumed_from_id else None
-            started = ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed)
-            await turn.emit(started)
-            yield {"seq": turn.seq, "type": started.type, "data": started.data()}
             if resumed:
                 continuation = await load_continuation(run, scope)
                 source = (agent.continue_recovered_typed(continuation) if prepared_plan is None
@@ -335,7 +430,7 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
         log.exception("run %s failed", run.pk)
         terminal = ev.TurnFailed(code="agent_error", message=f"{type(exc).__name__}: {exc}")
     finally:
-        beat.cancel()
+        beat.stop()
         _turn.reset(token)
         if terminal is not None and not turn.lost:
             turn.seq += 1
@@ -356,19 +451,78 @@ def execute_run(run_id: Any, *, worker: str | None = None) -> str:
     run = claim_run(run_id, worker)
     if run is None:
         return "skipped"
-    scope = load_scope(run.scope_key)  # here, not in the loop: one thread hop fewer
     endings: list[str] = []
+    # Watchers hear of the start at once, on the turn loop, while this thread loads the scope.
+    started = run.started_event  # type: ignore[attr-defined]
+    doorbell = asyncio.run_coroutine_threadsafe(
+        ev.aring(run.pk, started.seq, ev.wire(started, run.root_run_id)), turn_loop())
+    try:
+        scope = load_scope(run.scope_key)
+    except Exception:  # stream_turn() loads it again, and ends the turn failed if it fails
+        scope = None
 
     async def drive() -> None:
-        async with aclosing(stream_turn(run, worker=worker, scope=scope)) as stream:
+        announced = asyncio.wrap_future(doorbell)
+        async with aclosing(stream_turn(run, worker=worker, scope=scope,
+                                        announced=announced)) as stream:
             async for event in stream:
                 if event["type"] in TERMINAL_STATUS:  # yielded once finish() committed it
                     endings.append(TERMINAL_STATUS[event["type"]])
 
-    async_to_sync(drive)()
+    run_in_turn_loop(drive)
     if endings:
         return str(endings[-1])
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+# --- the turn loop -------------------------------------------------------------
+
+_turn_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_turn_loop_lock = threading.Lock()
+
+
+def turn_loop() -> asyncio.AbstractEventLoop:
+    """This process's event loop for driving turns, running on a daemon thread of its own.
+
+    Made once per process (a forked Celery child makes its own), not once per
+    turn as a bare ``async_to_sync`` would: a new loop and thread per task was
+    most of the fixed cost of a short turn, and the channel layer keeps its
+    connection to Redis per loop, so each turn also opened a new one.
+    """
+    global _turn_loop
+    with _turn_loop_lock:
+        if _turn_loop is None or _turn_loop[0] != os.getpid() or not _turn_loop[1].is_running():
+            loop = asyncio.new_event_loop()
+            running = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(running.set)
+                loop.run_forever()
+
+            threading.Thread(target=serve, name="symfonic-turns", daemon=True).start()
+            running.wait()
+            _turn_loop = (os.getpid(), loop)
+        return _turn_loop[1]
+
+
+def run_in_turn_loop(function: Callable[[], Awaitable[T]]) -> T:
+    """``async_to_sync(function)()`` on :func:`turn_loop`, from a thread with no running loop.
+
+    asgiref runs an ``async_to_sync`` call on the loop named in
+    ``SyncToAsync.threadlocal`` (the one it sets for code called through
+    ``sync_to_async``), so naming the turn loop there makes it the outer loop:
+    the coroutine runs on it, and every thread-sensitive ``sync_to_async`` in
+    it (each database call of the turn) comes back to this thread, as with a
+    fresh loop: same connection, same transaction.
+    """
+    local = SyncToAsync.threadlocal
+    saved = (getattr(local, "main_event_loop", None), getattr(local, "main_event_loop_pid", None))
+    local.main_event_loop, local.main_event_loop_pid = turn_loop(), os.getpid()
+    try:
+        return async_to_sync(function)()
+    finally:
+        local.main_event_loop, local.main_event_loop_pid = saved
 
 
 # --- the reaper ----------------------------------------------------------------

@@ -350,12 +350,13 @@ def test_c7_on_claimed_tells_a_failure_after_the_claim_from_a_refusal(tenants):
     pause.refresh_from_db()
     assert calls == ["claimed"]
     assert pause.status == PauseStatus.ANSWERED  # the token is spent: retrying is pointless
-    # The turn it started ends failed at once, with its event, not left running.
+    # The turn it started (the claim recorded turn.started) ends failed at once, with
+    # its event, not left running.
     continuation = Run.objects.get(parent=pause.run)
     assert continuation.status == RunStatus.FAILED
     assert continuation.error["code"] == "agent_error"
-    assert list(TurnEvent.objects.filter(run=continuation).values_list("type", flat=True)) == [
-        "turn.failed"]
+    assert list(TurnEvent.objects.filter(run=continuation).order_by("seq").values_list(
+        "type", flat=True)) == ["turn.started", "turn.failed"]
 
 
 # --- C8 ------------------------------------------------------------------------

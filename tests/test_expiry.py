@@ -175,8 +175,8 @@ def test_a_reaped_run_is_never_silently_rerun_or_finished_by_its_old_worker(tena
         finish(run.pk, "worker-that-died", 99, TurnCompleted(output="too late"))
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.attempts == 1
-    assert list(TurnEvent.objects.filter(run=run).values_list("type", flat=True)) == [
-        "turn.failed"]
+    assert list(TurnEvent.objects.filter(run=run).order_by("seq").values_list(
+        "type", flat=True)) == ["turn.started", "turn.failed"]  # the claim recorded the start
 
 
 def test_symfonic_reap_command_reaps_lapsed_runs(tenants):
