@@ -65,7 +65,7 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(
         DATABASE_URL, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0")),
-        conn_health_checks=True)}
+)}
 else:
     DATABASES = {
         "default": {
@@ -102,6 +102,9 @@ if CELERY_BROKER_URL.startswith("redis"):
     # refuses a run that is not queued), so bring it back within minutes.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300"))}
+# Celery's Django fixup closes the database connection around every task whatever
+# CONN_MAX_AGE says; this keeps it for that many tasks instead (unset: a new one each time).
+CELERY_DB_REUSE_MAX = int(os.environ.get("CELERY_DB_REUSE_MAX", "0")) or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db import connection
 
 from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, wire_rows
 from .models import Run, TurnEvent
@@ -77,14 +78,51 @@ def _open(run_id: uuid.UUID, user: Any, after: int,
     whose ticket was already checked); the first events after ``after``; and
     whether the turn had already ended by ``after``.
     """
-    run = _load_run(run_id)
+    run, rows = _run_and_rows_after(run_id, after)
     if run is None:
         return None, CLOSE_NOT_FOUND, [], False
     code = _authorize(user, run) if user is not None else None
     if code is not None:
         return run, code, [], False
-    events = _rows_after(run.pk, after, run.root_run_id)
-    return run, None, events, not events and _ended_before(run.pk, after)
+    events = wire_rows(rows, run.root_run_id)
+    # Nothing ends before seq 1: a first connection never asks.
+    return run, None, events, not events and after > 0 and _ended_before(run.pk, after)
+
+
+#: A new watcher's run and its first events, in one query: connecting is on the path
+#: from an answer to the first event a client sees, and it was three round trips.
+PG_OPEN = """
+    SELECT r.root_id, r.scope_key, e.id, e.seq, e.type, e.data, e.created_at
+      FROM {run} r
+      LEFT JOIN LATERAL (SELECT id, seq, type, data, created_at FROM {event}
+                          WHERE run_id = r.id AND seq > %s ORDER BY seq LIMIT %s) e ON true
+     WHERE r.id = %s
+     ORDER BY e.seq
+"""
+
+
+def _run_and_rows_after(run_id: uuid.UUID, after: int) -> tuple[Run | None, list[TurnEvent]]:
+    """The run (only its id, root and scope) and its first ``BATCH`` events after ``after``."""
+    if connection.vendor != "postgresql":
+        run = _load_run(run_id)
+        if run is None:
+            return None, []
+        return run, list(TurnEvent.objects.filter(run_id=run.pk, seq__gt=after)
+                         .order_by("seq")[:BATCH])
+    quote = connection.ops.quote_name
+    sql = PG_OPEN.format(run=quote(Run._meta.db_table), event=quote(TurnEvent._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [after, BATCH, run_id])
+        found = cursor.fetchall()
+    if not found:
+        return None, []
+    root_id, key = found[0][:2]
+    run = Run(id=run_id, root_id=root_id, scope_key=key)
+    data = TurnEvent._meta.get_field("data")
+    rows = [TurnEvent(id=pk, run_id=run_id, seq=seq, type=type_, created_at=created,
+                      data=data.from_db_value(value, None, connection))
+            for _, _, pk, seq, type_, value, created in found if pk is not None]
+    return run, rows
 
 
 _reads: dict[tuple[Any, ...], asyncio.Future[tuple[list[dict[str, Any]], list[str]]]] = {}
@@ -139,13 +177,14 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             return
         self.last_seq = int(after)
         self.lock = asyncio.Lock()
-        # Join before reading, so no event falls between the read and the first
-        # doorbell; a refused socket leaves the group again when it disconnects.
+        # Join the group and read the rows at once (one database round trip), then read
+        # once more after the first events are out: an event stored while the join was
+        # under way may have rung before this watcher was in the group, and the second
+        # read picks it up; every later one rings. A refused socket leaves the group
+        # again when it disconnects.
         self.group = group_name(run_uuid)
-        await self.join()
-        # One database round trip: under CONN_MAX_AGE=0 each one opens a connection.
-        self.run, code, events, ended = await database_sync_to_async(_open)(
-            run_uuid, user, self.last_seq)
+        _, (self.run, code, events, ended) = await asyncio.gather(
+            self.join(), database_sync_to_async(_open)(run_uuid, user, self.last_seq))
         if code is not None:
             await self.refuse(code)
             return
@@ -154,7 +193,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             return
         async with self.lock:
             await self.send_events(events, [json.dumps(event) for event in events])
-        if len(events) == BATCH:
+        if not self.closed:
             await self.pump()
         if not self.closed:
             self.poller = asyncio.ensure_future(self.poll())

@@ -220,7 +220,11 @@ def _leave_pending(
                                 via=via, action=action, answer=answer, comment=comment,
                                 created_at=now)
         continuation = settle(run, dispatch=dispatch, now=now)
-    pause.refresh_from_db()
+    # The row as this transaction left it, without reading it back: once committed, the
+    # continuation is already on its way to a worker, and the caller is waiting to watch it.
+    pause.status, pause.answer, pause.answered_via = status, answer, via
+    pause.answered_by, pause.answered_at, pause.updated_at = user, now, now
+    pause.continuation = continuation
     return Resolution(pause=pause, continuation=continuation)
 
 

@@ -75,6 +75,21 @@ def test_run_with_sibling_pauses_continues_once_with_all_answers(tenants):
     assert Run.objects.filter(parent=run).count() == 1
 
 
+def test_the_resolution_holds_the_pause_as_stored(tenants, django_user_model):
+    """The answered pause is handed back as committed, without being read again."""
+    alice = django_user_model.objects.create_user("alice")
+    run, _ = paused_run("siblings", {"n": 2})
+    first, last = Pause.objects.filter(run=run).order_by("created_at")
+    for pause, expect_continuation in ((first, False), (last, True)):
+        resolution = pauses.approve(pause.pk, actor=alice, comment="ok")
+        assert (resolution.continuation is not None) is expect_continuation
+        stored = Pause.objects.get(pk=pause.pk)
+        for field in ("status", "answer", "answered_by_id", "answered_via", "answered_at",
+                      "updated_at", "continuation_id"):
+            assert getattr(resolution.pause, field) == getattr(stored, field), field
+        assert resolution.pause.answered_by.username == "alice"
+
+
 def test_agent_error_fails_the_turn_with_an_event(tenants):
     from symfonic_django.runner import start_run
 
