@@ -8,7 +8,10 @@ It creates the database ``symfonic_bench_ws`` (dropped first and at the end),
 starts a private ``redis-server`` on a free port, two Celery worker processes
 (``--pool solo``), a daphne serving ``example_project.asgi:application`` and a
 second daphne serving the bare consumer of ``bench/ws_baseline.py``, all on
-that Redis (broker and channel layer) with ``bench.ws_settings``. Then, with
+that Redis (broker and channel layer) with ``bench.ws_settings``, and database
+connections kept as a deployment keeps them (``CONN_MAX_AGE=60`` for daphne,
+``CELERY_DB_REUSE_MAX=1000`` for the workers; ``--fresh-connections`` opens one
+per task and per socket instead, for comparison). Then, with
 the sides interleaved sample by sample (which goes first rotates):
 
 * ours: ``pauses.approve()`` answers a paused ``echo`` turn; its commit sends
@@ -62,16 +65,25 @@ def pg(command: str, *args: str) -> None:
     subprocess.run([command, *PG, *args], check=True, stdout=subprocess.DEVNULL)
 
 
+#: Database connections as a deployment keeps them: daphne for a minute
+#: (``CONN_MAX_AGE``), the workers for a thousand tasks (``CELERY_DB_REUSE_MAX``; Celery's
+#: Django fixup closes them around every task otherwise). The baselines touch no database.
+PERSISTENT = {"CONN_MAX_AGE": "60", "CELERY_DB_REUSE_MAX": "1000"}
+
+
 @contextmanager
-def ws_stack() -> Iterator[tuple[Stack, int, Path]]:
+def ws_stack(*, persistent: bool = True) -> Iterator[tuple[Stack, int, Path]]:
     """A private Redis, a fresh database, daphne and two workers, and the bare baseline server.
 
     Shared by both websocket benchmarks; everything is stopped and dropped afterwards.
+    ``persistent=False`` opens a database connection per task and per socket instead.
     """
     log_dir = Path(tempfile.mkdtemp(prefix="symfonic-bench-ws-"))
     redis = Redis(free_port(), log_dir).start()
+    connections = PERSISTENT if persistent else {k: "0" for k in PERSISTENT}
     os.environ.update(DJANGO_SETTINGS_MODULE="bench.ws_settings", DATABASE_URL=DATABASE_URL,
-                      REDIS_URL=f"{redis.url}/0", CELERY_BROKER_URL=f"{redis.url}/1", DEBUG="0")
+                      REDIS_URL=f"{redis.url}/0", CELERY_BROKER_URL=f"{redis.url}/1", DEBUG="0",
+                      **connections)
     stack = Stack(DATABASE_URL, log_dir, settings="bench.ws_settings", debug=False,
                   redis=redis, worker_args=["-I", "bench.ws_baseline"])
     pg("dropdb", "--if-exists", "--force", DB_NAME)
@@ -105,9 +117,12 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=40, help="samples per side")
+    parser.add_argument("--fresh-connections", action="store_true",
+                        help="a new database connection per task and per socket "
+                             "(CONN_MAX_AGE=0, no CELERY_DB_REUSE_MAX), for comparison")
     args = parser.parse_args()
 
-    with ws_stack() as (stack, bare_port, _):
+    with ws_stack(persistent=not args.fresh_connections) as (stack, bare_port, _):
         return measure(args, stack, bare_port)
 
 
@@ -209,7 +224,10 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
 
     ratio = statistics.median(ours) / statistics.median(base)
     http_ratio = statistics.median(http) / statistics.median(base)
-    print(f"\n### Approval to first websocket event ({args.n} samples per side, interleaved)\n")
+    connections = ("a new database connection per task and per socket" if args.fresh_connections
+                   else "persistent database connections")
+    print(f"\n### Approval to first websocket event ({args.n} samples per side, interleaved, "
+          f"{connections})\n")
     print("| path | median ms | p95 ms |")
     print("|---|---:|---:|")
     print(f"| {OURS} | {ms(ours)} |")
