@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
@@ -34,6 +35,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
+from django.utils.translation import gettext
 
 from . import pauses
 from .api.permissions import may_answer
@@ -285,6 +287,16 @@ class ScopedReadOnlyAdmin(admin.ModelAdmin):
 
     class Media:
         css = {"all": ("symfonic_django/admin.css",)}
+
+    def action_checkbox(self, obj: Any) -> str:
+        """The admin's row checkbox, as ``forms.CheckboxInput`` renders it, without its template.
+
+        Rendering a widget template per row was a third of a changelist page.
+        """
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME, str(obj.pk),
+            format_html(gettext("Select this object for an action - {}"), str(obj)))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)
