@@ -64,8 +64,6 @@ STATUS_LABELS = dict(PauseStatus.choices)
 VIA_LABELS = dict(AnsweredVia.choices)
 
 
-
-
 def visible_scopes(request: HttpRequest) -> Any:
     """The scope keys ``request.user`` may review (or ``ALL_SCOPES``), once per request."""
     cached = getattr(request, "_symfonic_scope_keys", None)
@@ -293,10 +291,10 @@ class ScopedReadOnlyAdmin(admin.ModelAdmin):
 
         Rendering a widget template per row was a third of a changelist page.
         """
-        return format_html(
-            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
-            helpers.ACTION_CHECKBOX_NAME, str(obj.pk),
-            format_html(gettext("Select this object for an action - {}"), str(obj)))
+        label = gettext("Select this object for an action - {}").format(html.escape(str(obj)))
+        return SafeString(
+            f'<input type="checkbox" name="{helpers.ACTION_CHECKBOX_NAME}" '
+            f'value="{html.escape(str(obj.pk))}" class="action-select" aria-label="{label}">')
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)

@@ -15,6 +15,7 @@ relations) is left to Django's ``result_list`` unchanged.
 from __future__ import annotations
 
 import datetime
+import html
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ from django.contrib.admin.utils import display_for_field, display_for_value, quo
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import conditional_escape, format_html
+from django.utils.functional import Promise
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
@@ -100,6 +101,10 @@ def _columns(cl: Any) -> list[Cell] | None:
 
 
 def _field_value(field: Any, empty: str, linked: bool) -> Callable[[Any], Any]:
+    if field.flatchoices:  # display_for_field() would build this dict for every cell
+        labels = dict(field.flatchoices)
+        return lambda row: labels.get(getattr(row, field.attname), empty)
+
     def value_of(row: Any) -> Any:
         value = getattr(row, field.attname)
         if isinstance(value, str) and value.strip() == "":
@@ -125,16 +130,21 @@ class _NeedsDjango(Exception):
     """A cell this module does not render exactly as Django would."""
 
 
+def _escape(value: Any) -> str:
+    """``conditional_escape``, without its lazy-string wrapper: a call per cell."""
+    if isinstance(value, Promise):
+        value = str(value)
+    return value.__html__() if hasattr(value, "__html__") else html.escape(str(value))
+
+
 def _plain(open_tag: str, close_tag: str, value_of: Callable[[Any], Any]) -> Cell:
-    return lambda row: f"{open_tag}{conditional_escape(value_of(row))}{close_tag}"
-
-
-LINK = '<a href="{}">{}</a>'
+    return lambda row: f"{open_tag}{_escape(value_of(row))}{close_tag}"
 
 
 def _linked(open_tag: str, close_tag: str, value_of: Callable[[Any], Any],
             change_url: Callable[[Any], str]) -> Cell:
-    return lambda row: f"{open_tag}{format_html(LINK, change_url(row), value_of(row))}{close_tag}"
+    return lambda row: (f'{open_tag}<a href="{_escape(change_url(row))}">{_escape(value_of(row))}'
+                        f"</a>{close_tag}")
 
 
 def fast_rows(cl: Any) -> list[ResultList] | None:
@@ -143,7 +153,7 @@ def fast_rows(cl: Any) -> list[ResultList] | None:
     if cells is None:
         return None
     try:
-        return [ResultList(None, [SafeString("".join(cell(row) for cell in cells))])
+        return [ResultList(None, [SafeString("".join([cell(row) for cell in cells]))])
                 for row in cl.result_list]
     except _NeedsDjango:
         return None
