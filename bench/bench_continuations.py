@@ -13,8 +13,11 @@ processes); ``--pool solo`` starts two ``--pool solo`` workers instead, which
 run tasks in the process that fetched them, the stricter comparison. Settings
 are ``tests.settings`` (for the ``noop`` agent) with ``DEBUG=0`` and
 ``REDIS_URL`` unset, so the channel-layer doorbell is the in-memory layer the
-example settings give then; ``CONN_MAX_AGE`` is the example's 0, so every task
-opens its own database connection, on both sides. Each round creates N queued
+example settings give then. Database connections are the example's deployment
+settings on both sides: kept across tasks (``CELERY_DB_REUSE_MAX=1000``; Celery's
+Django fixup would otherwise close them around every task); ``--fresh-connections``
+gives every task a new one instead (``CELERY_DB_REUSE_MAX=0``), for comparison.
+Each round creates N queued
 continuations as ``pauses.settle`` leaves them (a paused ``noop`` run, its
 answered pause, the queued continuation with ``parent`` and ``resumed_from``),
 sends one task per continuation, and divides N by the time from the first
@@ -126,7 +129,12 @@ def main() -> int:
                         help="prefork (default, as `celery worker` runs): one worker with "
                              "--concurrency PROCESSES; solo: PROCESSES workers with --pool solo, "
                              "no parent/child hand-off (the stricter comparison)")
+    parser.add_argument("--fresh-connections", action="store_true",
+                        help="a new database connection per task (CELERY_DB_REUSE_MAX=0), "
+                             "for comparison")
     args = parser.parse_args()
+    reuse = "0" if args.fresh_connections else "1000"
+    ENV["CELERY_DB_REUSE_MAX"] = os.environ["CELERY_DB_REUSE_MAX"] = reuse
 
     import redis
 
@@ -259,6 +267,7 @@ def run_rounds(args: argparse.Namespace, workers: list) -> int:
           f"{args.processes} Celery worker processes ({layout}), "
           f"Redis broker, PostgreSQL {connection.pg_version // 10000}, no-op agent, "
           f"in-memory channel layer (REDIS_URL unset), DEBUG=0, "
+          f"{'a new database connection per task' if args.fresh_connections else 'persistent database connections'}, "
           f"Django {django.get_version()}, Celery {celery.__version__}\n")
     print("| implementation | continuations/s (median) | min | max |")
     print("|---|---:|---:|---:|")

@@ -63,9 +63,10 @@ ASGI_APPLICATION = "example_project.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
+    # Persistent connections, as a deployment runs: a new PostgreSQL connection per request
+    # or task costs more than the work of most of them (CONN_MAX_AGE=0 turns this off).
     DATABASES = {"default": dj_database_url.parse(
-        DATABASE_URL, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0")),
-)}
+        DATABASE_URL, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")))}
 else:
     DATABASES = {
         "default": {
@@ -103,8 +104,9 @@ if CELERY_BROKER_URL.startswith("redis"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300"))}
 # Celery's Django fixup closes the database connection around every task whatever
-# CONN_MAX_AGE says; this keeps it for that many tasks instead (unset: a new one each time).
-CELERY_DB_REUSE_MAX = int(os.environ.get("CELERY_DB_REUSE_MAX", "0")) or None
+# CONN_MAX_AGE says; this keeps it for that many tasks instead (0: a new one each time).
+CELERY_DB_REUSE_MAX = int(os.environ.get(
+    "CELERY_DB_REUSE_MAX", "1000" if DATABASE_URL else "0")) or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
