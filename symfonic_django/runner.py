@@ -516,7 +516,9 @@ def run_in_turn_loop(function: Callable[[], Awaitable[T]]) -> T:
     it (each database call of the turn) comes back to this thread, as with a
     fresh loop: same connection, same transaction.
     """
-    local = SyncToAsync.threadlocal
+    local = getattr(SyncToAsync, "threadlocal", None)
+    if local is None:  # an asgiref that no longer reads it: a loop of its own, as before
+        return async_to_sync(function)()
     saved = (getattr(local, "main_event_loop", None), getattr(local, "main_event_loop_pid", None))
     local.main_event_loop, local.main_event_loop_pid = turn_loop(), os.getpid()
     try:

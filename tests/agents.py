@@ -92,6 +92,16 @@ class NoopAgent(EchoAgent):
         yield TurnCompleted(output="noop")
 
 
+class WhereAgent(EchoAgent):
+    """Completes at once, telling where it ran: its event loop and thread."""
+
+    async def start_typed(self, context: Any, input: Any):
+        import threading
+
+        yield TurnCompleted(output={"loop": id(asyncio.get_running_loop()),
+                                    "thread": threading.get_ident()})
+
+
 class StreamAgent(EchoAgent):
     """Pauses like ``echo``, then resumes into a stream of ``n`` message deltas.
 
@@ -127,3 +137,4 @@ def slow_agent(scope: Any) -> SlowAgent: return SlowAgent()
 def forged_binding_agent(scope: Any) -> ForgedBindingAgent: return ForgedBindingAgent()
 def noop_agent(scope: Any) -> NoopAgent: return NoopAgent()
 def stream_agent(scope: Any) -> StreamAgent: return StreamAgent()
+def where_agent(scope: Any) -> WhereAgent: return WhereAgent()

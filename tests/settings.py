@@ -15,6 +15,7 @@ SYMFONIC = {
         "forged": "tests.agents.forged_binding_agent",
         "noop": "tests.agents.noop_agent",
         "stream": "tests.agents.stream_agent",
+        "where": "tests.agents.where_agent",
     },
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

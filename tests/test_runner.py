@@ -65,12 +65,15 @@ def test_finish_by_a_worker_that_lost_the_run_writes_nothing(tenants):
 
 
 def test_turns_share_one_loop_and_run_their_database_calls_in_the_calling_thread(tenants):
-    loops = set()
+    seen = []
     for _ in range(2):
-        run = start_run("noop", {}, scope="acme", dispatch=False)
+        run = start_run("where", {}, scope="acme", dispatch=False)
         assert execute_run(run.pk) == RunStatus.COMPLETED
-        loops.add(id(runner.turn_loop()))
-    assert len(loops) == 1
+        seen.append(Run.objects.get(pk=run.pk).output)
+    # Both turns ran on this process's turn loop, on its own thread, not a loop each.
+    loop = runner.turn_loop()
+    assert [s["loop"] for s in seen] == [id(loop), id(loop)]
+    assert seen[0]["thread"] == seen[1]["thread"] != threading.get_ident()
     # Inside an open transaction of this thread: the turn's writes join it, so they are
     # invisible to another connection until it commits, and gone after a rollback.
     with pytest.raises(RuntimeError), transaction.atomic():
