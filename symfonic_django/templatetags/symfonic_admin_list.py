@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import html
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -174,7 +175,13 @@ def symfonic_result_list(cl: Any) -> dict[str, Any]:
     }
 
 
+#: Django 6 gave the node its tag's name as a first argument.
+_NAMED_NODE = "name" in inspect.signature(InclusionAdminNode.__init__).parameters
+
+
 @register.tag(name="symfonic_result_list")
 def symfonic_result_list_tag(parser: Any, token: Any) -> InclusionAdminNode:
-    return InclusionAdminNode(parser, token, func=symfonic_result_list,
-                              template_name="change_list_results.html", takes_context=False)
+    named = {"name": "symfonic_result_list"} if _NAMED_NODE else {}
+    return InclusionAdminNode(parser=parser, token=token, func=symfonic_result_list,
+                              template_name="change_list_results.html", takes_context=False,
+                              **named)
