@@ -20,7 +20,7 @@ the sides interleaved sample by sample (which goes first rotates):
   continuation's id from the approval, connects with a watch ticket and waits
   for the first event (``turn.started``). Latency = task sent -> event on the
   socket: the worker's claim, the persisted ``turn.started``, the doorbell,
-  the consumer. Split at ``turn.started``'s ``created_at``.
+  the consumer. Split at ``turn.started``'s ``created_at`` (stamped by the claim, just before its statement).
 * baseline: a client already connected to the bare consumer; the bench sends
   the bare Celery task ``bench.ws_ping``, which does one ``group_send``.
   Latency = task sent -> message on the socket.
@@ -231,8 +231,8 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
     print("| path | median ms | p95 ms |")
     print("|---|---:|---:|")
     print(f"| {OURS} | {ms(ours)} |")
-    print(f"| &nbsp;&nbsp;worker: task sent -> `turn.started` stored | {ms(parts['worker'])} |")
-    print(f"| &nbsp;&nbsp;stored -> on the client's socket | {ms(parts['deliver'])} |")
+    print(f"| &nbsp;&nbsp;worker: task sent -> the claim stamps `turn.started` | {ms(parts['worker'])} |")
+    print(f"| &nbsp;&nbsp;stamped -> on the client's socket | {ms(parts['deliver'])} |")
     print(f"| {BASELINE} | {ms(base)} |")
     print(f"| `pauses.approve()` call -> task sent (before the above) | {ms(parts['approve'])} |")
     print(f"| {HTTP} | {ms(http)} |")
