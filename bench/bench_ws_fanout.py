@@ -7,7 +7,7 @@ three minutes).
 The same deployment as ``bench/bench_ws_latency.py``: database
 ``symfonic_bench_ws`` (dropped first and at the end), a private Redis, two
 Celery workers, a daphne serving ``example_project.asgi:application`` and one
-serving the bare consumer of ``bench/ws_baseline.py``, with persistent database
+serving the bare consumer of ``bench/ws_baseline.py``, with the example's database
 connections as a deployment keeps them. Each side's watchers
 all connect first (ours: with the watch ticket; each has received
 ``turn.started``; baseline: each has been told ``ready``), then the clock starts:

@@ -9,7 +9,7 @@ starts a private ``redis-server`` on a free port, two Celery worker processes
 (``--pool solo``), a daphne serving ``example_project.asgi:application`` and a
 second daphne serving the bare consumer of ``bench/ws_baseline.py``, all on
 that Redis (broker and channel layer) with ``bench.ws_settings``, and database
-connections kept as a deployment keeps them (``CONN_MAX_AGE=60`` for daphne,
+connections as the example deploys them (a small pool in daphne,
 ``CELERY_DB_REUSE_MAX=1000`` for the workers; ``--fresh-connections`` opens one
 per task and per socket instead, for comparison). Then, with
 the sides interleaved sample by sample (which goes first rotates):
@@ -65,10 +65,11 @@ def pg(command: str, *args: str) -> None:
     subprocess.run([command, *PG, *args], check=True, stdout=subprocess.DEVNULL)
 
 
-#: Database connections as a deployment keeps them: daphne for a minute
-#: (``CONN_MAX_AGE``), the workers for a thousand tasks (``CELERY_DB_REUSE_MAX``; Celery's
-#: Django fixup closes them around every task otherwise). The baselines touch no database.
-PERSISTENT = {"CONN_MAX_AGE": "60", "CELERY_DB_REUSE_MAX": "1000"}
+#: Database connections as the example deploys them: daphne from a small pool (``DB_POOL``),
+#: the workers each keeping theirs for a thousand tasks (``CELERY_DB_REUSE_MAX``; Celery's
+#: Django fixup closes it around every task otherwise). The baselines touch no database.
+PERSISTENT = {"DB_POOL": "1", "CONN_MAX_AGE": "0", "CELERY_DB_REUSE_MAX": "1000"}
+FRESH = {"DB_POOL": "0", "CONN_MAX_AGE": "0", "CELERY_DB_REUSE_MAX": "0"}
 
 
 @contextmanager
@@ -80,7 +81,7 @@ def ws_stack(*, persistent: bool = True) -> Iterator[tuple[Stack, int, Path]]:
     """
     log_dir = Path(tempfile.mkdtemp(prefix="symfonic-bench-ws-"))
     redis = Redis(free_port(), log_dir).start()
-    connections = PERSISTENT if persistent else {k: "0" for k in PERSISTENT}
+    connections = PERSISTENT if persistent else FRESH
     os.environ.update(DJANGO_SETTINGS_MODULE="bench.ws_settings", DATABASE_URL=DATABASE_URL,
                       REDIS_URL=f"{redis.url}/0", CELERY_BROKER_URL=f"{redis.url}/1", DEBUG="0",
                       **connections)
@@ -119,7 +120,7 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=40, help="samples per side")
     parser.add_argument("--fresh-connections", action="store_true",
                         help="a new database connection per task and per socket "
-                             "(CONN_MAX_AGE=0, no CELERY_DB_REUSE_MAX), for comparison")
+                             "(no pool, CELERY_DB_REUSE_MAX=0), for comparison")
     args = parser.parse_args()
 
     with ws_stack(persistent=not args.fresh_connections) as (stack, bare_port, _):
@@ -225,7 +226,7 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
     ratio = statistics.median(ours) / statistics.median(base)
     http_ratio = statistics.median(http) / statistics.median(base)
     connections = ("a new database connection per task and per socket" if args.fresh_connections
-                   else "persistent database connections")
+                   else "database connections pooled in daphne, kept by the workers")
     print(f"\n### Approval to first websocket event ({args.n} samples per side, interleaved, "
           f"{connections})\n")
     print("| path | median ms | p95 ms |")

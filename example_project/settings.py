@@ -63,10 +63,16 @@ ASGI_APPLICATION = "example_project.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    # Persistent connections, as a deployment runs: a new PostgreSQL connection per request
-    # or task costs more than the work of most of them (CONN_MAX_AGE=0 turns this off).
-    DATABASES = {"default": dj_database_url.parse(
-        DATABASE_URL, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")))}
+    # A new PostgreSQL connection per request, task or websocket costs more than the work of
+    # most of them. Under ASGI, Django advises a pool rather than persistent connections
+    # (CONN_MAX_AGE): each process keeps a small one (DB_POOL=0 turns it off; a CONN_MAX_AGE
+    # above 0 replaces it). The Celery workers keep theirs: CELERY_DB_REUSE_MAX below.
+    _conn_max_age = int(os.environ.get("CONN_MAX_AGE", "0"))
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=_conn_max_age)}
+    if (os.environ.get("DB_POOL", "1") == "1" and not _conn_max_age
+            and DATABASES["default"]["ENGINE"].endswith("postgresql")):
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": int(os.environ.get("DB_POOL_MAX_SIZE", "10"))}
 else:
     DATABASES = {
         "default": {
