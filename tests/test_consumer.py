@@ -86,3 +86,25 @@ def test_a_reviewer_of_another_scope_gets_4404(tenants):
 def test_unknown_run_gets_4404(tenants):
     ticket = mint_watch_ticket("00000000-0000-0000-0000-000000000001")
     assert watch("00000000-0000-0000-0000-000000000001", query=f"?ticket={ticket}") == ([], 4404)
+
+
+def test_more_events_than_one_read_replay_in_order_then_close(tenants):
+    from symfonic_django.consumers import BATCH
+    from symfonic_django.events import MessageDelta, TurnCompleted, persist
+
+    _, pause = paused_run()
+    cont = pauses.approve(pause.pk).continuation  # queued: no events of its own yet
+    TurnEvent.objects.bulk_create([TurnEvent(run=cont, seq=i, type=MessageDelta.type,
+                                             data={"text": f"{i} "})
+                                   for i in range(1, BATCH + 30)])
+    persist(cont.pk, BATCH + 30, TurnCompleted(output="done"))
+    events, code = watch(cont.pk, query=f"?ticket={mint_watch_ticket(str(cont.pk))}")
+    assert [e["seq"] for e in events] == list(range(1, BATCH + 31)) and code == 1000
+    assert events[-1]["type"] == "turn.completed"
+
+
+def test_after_the_end_closes_at_once_with_nothing_to_send(tenants):
+    run, _ = paused_run()
+    last = TurnEvent.objects.filter(run=run).count()
+    assert watch(run.pk, query=f"?after={last}&ticket={mint_watch_ticket(str(run.pk))}") == (
+        [], 1000)
