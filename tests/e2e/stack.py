@@ -38,15 +38,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(check: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+def kill_group(popen: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group ``popen`` leads (``start_new_session``) and reap it."""
+    try:
+        os.killpg(popen.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        popen.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def wait_for(check: Callable[[], T], *, timeout: float, what: str,
+             detail: Callable[[], str] | None = None, interval: float = 0.05) -> T:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds.
+
+    ``detail`` (say, the workers' logs) is read when the wait fails, not before.
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}"
+                                 + (f"\n{detail()}" if detail else ""))
         time.sleep(interval)
 
 
@@ -56,7 +73,7 @@ def database_url(settings_dict: dict[str, Any]) -> str:
     auth = quote(s["USER"] or "", safe="")
     if s.get("PASSWORD"):
         auth += ":" + quote(s["PASSWORD"], safe="")
-    host = s["HOST"] or "127.0.0.1"
+    host = quote(s["HOST"] or "127.0.0.1", safe="")  # a socket directory is a path
     port = f":{s['PORT']}" if s.get("PORT") else ""
     return f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
 
@@ -108,14 +125,7 @@ class Proc:
                 self.popen.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 pass
-        try:  # children (pool processes) share the group this process leads
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_group(self.popen)  # children (pool processes) share the group it leads
 
 
 @dataclass

@@ -16,16 +16,16 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import quote
+from typing import Any
 
 import pytest
 
+from ..e2e.stack import database_url, kill_group, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
-T = TypeVar("T")
 
 # "[2026-11-29 10:00:52,574: INFO/ForkPoolWorker-1] Task symfonic_django.run_continuation[<id>]
 #  succeeded in 0.05s: 'skipped'"
@@ -39,14 +39,8 @@ def live_database_url() -> str:
     """The URL of the database this test uses (pytest-django's test database)."""
     from django.db import connection
 
-    s = connection.settings_dict
-    assert s["ENGINE"].endswith("postgresql"), "the integration tests run on PostgreSQL"
-    auth = quote(s["USER"] or "", safe="")
-    if s.get("PASSWORD"):
-        auth += ":" + quote(s["PASSWORD"], safe="")
-    host = quote(s["HOST"] or "127.0.0.1", safe="")  # a socket directory is a path
-    port = f":{s['PORT']}" if s.get("PORT") else ""
-    return f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
+    assert connection.vendor == "postgresql", "the integration tests run on PostgreSQL"
+    return database_url(connection.settings_dict)
 
 
 def process_env(*, broker_url: str = "memory://", settings: str = "tests.settings",
@@ -64,23 +58,6 @@ def process_env(*, broker_url: str = "memory://", settings: str = "tests.setting
         **extra,
     )
     return env
-
-
-def wait_for(check: Callable[[], T], *, timeout: float, what: str,
-             detail: Callable[[], str] | None = None, interval: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds.
-
-    ``detail`` (say, the workers' logs) is read when the wait fails, not before.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}"
-                                 + (f"\n{detail()}" if detail else ""))
-        time.sleep(interval)
 
 
 # --- Celery workers ---------------------------------------------------------------
@@ -115,14 +92,7 @@ class Worker:
 
     def kill_group(self) -> None:
         """SIGKILL this worker and its pool children (the group it leads: start_new_session)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_group(self.proc)
 
 
 @dataclass
