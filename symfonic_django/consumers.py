@@ -42,11 +42,8 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
 
-def _load_run(run_id: str) -> Run | None:
-    try:
-        return Run.objects.filter(pk=run_id).only("id", "root_id", "scope_key").first()
-    except Exception:  # not a UUID
-        return None
+def _load_run(run_id: uuid.UUID) -> Run | None:
+    return Run.objects.filter(pk=run_id).only("id", "root_id", "scope_key").first()
 
 
 def _authorize(user: Any, run: Run) -> int | None:
@@ -60,9 +57,12 @@ def _authorize(user: Any, run: Run) -> int | None:
     return None
 
 
+def _events_after(run_id: Any, after: int) -> list[TurnEvent]:
+    return list(TurnEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:BATCH])
+
+
 def _rows_after(run_id: Any, after: int, root_run_id: str) -> list[dict[str, Any]]:
-    rows = list(TurnEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:BATCH])
-    return wire_rows(rows, root_run_id)
+    return wire_rows(_events_after(run_id, after), root_run_id)
 
 
 def _ended_before(run_id: Any, after: int) -> bool:
@@ -105,10 +105,7 @@ def _run_and_rows_after(run_id: uuid.UUID, after: int) -> tuple[Run | None, list
     """The run (only its id, root and scope) and its first ``BATCH`` events after ``after``."""
     if connection.vendor != "postgresql":
         run = _load_run(run_id)
-        if run is None:
-            return None, []
-        return run, list(TurnEvent.objects.filter(run_id=run.pk, seq__gt=after)
-                         .order_by("seq")[:BATCH])
+        return (None, []) if run is None else (run, _events_after(run.pk, after))
     quote = connection.ops.quote_name
     sql = PG_OPEN.format(run=quote(Run._meta.db_table), event=quote(TurnEvent._meta.db_table))
     with connection.cursor() as cursor:

@@ -377,9 +377,8 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
     started_row = getattr(run, "started_event", None)  # claim_run() stored turn.started
     resumed = str(run.resumed_from_id) if run.resumed_from_id else None
     started = ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed)
-    last_seq = started_row.seq if started_row is not None else getattr(run, "last_seq", None)
-    if last_seq is None:
-        last_seq = await sync_to_async(ev.next_seq)(run.pk) - 1
+    last_seq = (started_row.seq if started_row is not None
+                else await sync_to_async(ev.next_seq)(run.pk) - 1)
     turn = TurnContext(run=run, scope=scope, worker=worker, seq=last_seq)
     token = _turn.set(turn)
     beat = Heartbeat(turn)
