@@ -35,7 +35,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.urls import NoReverseMatch, reverse
 from django.utils.functional import Promise
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 register = template.Library()
 
@@ -89,8 +89,8 @@ def _columns(cl: Any) -> list[Cell] | None:
             value_of = _method_value(attr, getattr(attr, "empty_value_display", default_empty))
         else:
             return None  # a model attribute or property: Django's lookup_field handles it
-        open_tag = mark_safe(f'<{"th" if linked and first else "td"} class="{" ".join(classes)}">')
-        close_tag = "</th>" if linked and first else "</td>"
+        tag = "th" if linked and first else "td"
+        open_tag, close_tag = f'<{tag} class="{" ".join(classes)}">', f"</{tag}>"
         if linked:
             if change_url is None:
                 return None
