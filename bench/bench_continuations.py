@@ -17,6 +17,9 @@ example settings give then. Database connections are the example's deployment
 settings on both sides: kept across tasks (``CELERY_DB_REUSE_MAX=1000``; Celery's
 Django fixup would otherwise close them around every task); ``--fresh-connections``
 gives every task a new one instead (``CELERY_DB_REUSE_MAX=0``), for comparison.
+The tenant of a turn is the example's too: kept by the worker for the next turns
+of that tenant (``SCOPE_CACHE_SECONDS=10``; the test settings turn it off, so it
+is set here); ``--no-scope-cache`` loads it for every turn instead.
 Each round creates N queued
 continuations as ``pauses.settle`` leaves them (a paused ``noop`` run, its
 answered pause, the queued continuation with ``parent`` and ``resumed_from``),
@@ -132,9 +135,14 @@ def main() -> int:
     parser.add_argument("--fresh-connections", action="store_true",
                         help="a new database connection per task (CELERY_DB_REUSE_MAX=0), "
                              "for comparison")
+    parser.add_argument("--no-scope-cache", action="store_true",
+                        help="load the tenant for every turn (SCOPE_CACHE_SECONDS=0), "
+                             "for comparison")
     args = parser.parse_args()
     reuse = "0" if args.fresh_connections else "1000"
     ENV["CELERY_DB_REUSE_MAX"] = os.environ["CELERY_DB_REUSE_MAX"] = reuse
+    cache = "0" if args.no_scope_cache else "10"
+    ENV["SYMFONIC_SCOPE_CACHE_SECONDS"] = os.environ["SYMFONIC_SCOPE_CACHE_SECONDS"] = cache
 
     import redis
 
@@ -268,6 +276,7 @@ def run_rounds(args: argparse.Namespace, workers: list) -> int:
           f"Redis broker, PostgreSQL {connection.pg_version // 10000}, no-op agent, "
           f"in-memory channel layer (REDIS_URL unset), DEBUG=0, "
           f"{'a new database connection per task' if args.fresh_connections else 'persistent database connections'}, "
+          f"{'tenant loaded per turn' if args.no_scope_cache else 'tenant kept 10 s per worker'}, "
           f"Django {django.get_version()}, Celery {celery.__version__}\n")
     print("| implementation | continuations/s (median) | min | max |")
     print("|---|---:|---:|---:|")

@@ -82,9 +82,11 @@ def ws_stack(*, persistent: bool = True) -> Iterator[tuple[Stack, int, Path]]:
     log_dir = Path(tempfile.mkdtemp(prefix="symfonic-bench-ws-"))
     redis = Redis(free_port(), log_dir).start()
     connections = PERSISTENT if persistent else FRESH
+    # The example's deployment default, which the test settings turn off: a worker keeps
+    # the tenant it loaded for the next turns of that tenant.
     os.environ.update(DJANGO_SETTINGS_MODULE="bench.ws_settings", DATABASE_URL=DATABASE_URL,
                       REDIS_URL=f"{redis.url}/0", CELERY_BROKER_URL=f"{redis.url}/1", DEBUG="0",
-                      **connections)
+                      SYMFONIC_SCOPE_CACHE_SECONDS="10", **connections)
     stack = Stack(DATABASE_URL, log_dir, settings="bench.ws_settings", debug=False,
                   redis=redis, worker_args=["-I", "bench.ws_baseline"])
     pg("dropdb", "--if-exists", "--force", DB_NAME)

@@ -146,6 +146,9 @@ SYMFONIC = {
     "REVIEWER_SCOPES": "example_project.shop.scopes.reviewer_scopes",
     "REQUEST_SCOPE": "example_project.shop.scopes.request_tenant",
     "LEASE_SECONDS": int(os.environ.get("SYMFONIC_LEASE_SECONDS", "60")),
+    # A worker keeps a tenant it loaded for a turn this long for the next turns of that
+    # tenant, instead of a query per turn; 0 loads it every time.
+    "SCOPE_CACHE_SECONDS": float(os.environ.get("SYMFONIC_SCOPE_CACHE_SECONDS", "10")),
     "ON_EXPIRE": os.environ.get("SYMFONIC_ON_EXPIRE", "fail"),
 }
 

@@ -79,6 +79,13 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             errors.append(Error(f"SYMFONIC[{key!r}] must be a positive integer, not {value!r}.",
                                 hint=f"The default is {DEFAULTS[key]}.",
                                 id="symfonic_django.E003"))
+    cache_seconds = user.get("SCOPE_CACHE_SECONDS", DEFAULTS["SCOPE_CACHE_SECONDS"])
+    if (not isinstance(cache_seconds, int | float) or isinstance(cache_seconds, bool)
+            or cache_seconds < 0):
+        errors.append(Error(f"SYMFONIC['SCOPE_CACHE_SECONDS'] must be a number of seconds, 0 "
+                            f"or more, not {cache_seconds!r}.",
+                            hint="0 (the default) loads the scope for every turn.",
+                            id="symfonic_django.E003"))
     on_expire = user.get("ON_EXPIRE", DEFAULTS["ON_EXPIRE"])
     if on_expire not in ON_EXPIRE_CHOICES:
         errors.append(Error(f"SYMFONIC['ON_EXPIRE'] must be 'fail' or 'resume', not "

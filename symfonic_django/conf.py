@@ -23,6 +23,8 @@ DEFAULTS: dict[str, Any] = {
     "SCOPE_KEY": "symfonic_django.scopes.default_scope_key",
     # ``key -> scope | None``: turns a stored key back into the deployment's scope.
     "SCOPE_LOADER": "symfonic_django.scopes.default_scope_loader",
+    # Seconds a worker keeps a loaded scope for the next turns of that scope (0: load per turn).
+    "SCOPE_CACHE_SECONDS": 0,
     # ``PauseClaims -> scope | None``: the explicit token-to-scope route (C12).
     "SCOPE_FOR_CLAIMS": "symfonic_django.scopes.scope_for_claims",
     # ``user -> iterable of scope keys | ALL_SCOPES``: what a reviewer may see.
@@ -90,7 +92,10 @@ settings = SymfonicSettings()
 
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
+        from .scopes import clear_scope_cache
+
         settings.reload()
+        clear_scope_cache()
 
 
 setting_changed.connect(_reload)

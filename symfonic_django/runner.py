@@ -33,7 +33,7 @@ from .binding import RunIdentity, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError
 from .models import Pause, Run, RunStatus
-from .scopes import load_scope, scope_key
+from .scopes import load_scope, load_scope_for_turn, scope_key
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -363,16 +363,16 @@ async def load_continuation(run: Run, scope: Any) -> Continuation:
 
 async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = None,
                       prepared_plan: Any = None, event_guard: Any = None,
-                      announced: Awaitable[None] | None = None,
-                      ) -> AsyncIterator[dict[str, Any]]:
+                      _ending: _Ending | None = None) -> AsyncIterator[dict[str, Any]]:
     """Run a claimed turn to its end, yielding each event as it is stored.
 
     Every event is persisted before it is yielded or announced. The turn
     ends in exactly one terminal event: ``turn.paused`` if it requested pauses,
     ``turn.failed`` if the agent raised, else ``turn.completed``. A consumer
-    that stops early closes the agent's stream and fails the run.
-    ``announced`` is the doorbell of the stored ``turn.started`` when the
-    caller already rang it.
+    that stops early closes the agent's stream and fails the run. With
+    ``_ending`` the terminal event is not written here but handed to the
+    caller in it: ``execute_run`` writes it on its own thread, which saves a
+    round trip from the loop into that thread and back.
     """
     started_row = getattr(run, "started_event", None)  # claim_run() stored turn.started
     resumed = str(run.resumed_from_id) if run.resumed_from_id else None
@@ -386,10 +386,8 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
     output: Any = None
     try:
         # Watchers hear of the start first: before the scope and the agent are loaded.
-        if started_row is not None and announced is None:
+        if started_row is not None:
             await ev.aring(run.pk, turn.seq, ev.wire(started_row, run.root_run_id))
-        elif announced is not None:
-            await announced  # the caller rang it while it loaded the scope
         else:  # a run claimed some other way: record the start now
             await turn.emit(started)
         yield {"seq": turn.seq, "type": started.type, "data": started.data()}
@@ -431,7 +429,10 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
     finally:
         beat.stop()
         _turn.reset(token)
-        if terminal is not None and not turn.lost:
+        if terminal is not None and not turn.lost and _ending is not None:
+            _ending.seq, _ending.event = turn.seq + 1, terminal
+            terminal = None  # the caller writes and announces it
+        elif terminal is not None and not turn.lost:
             turn.seq += 1
             try:
                 await sync_to_async(finish)(run.pk, worker, turn.seq, terminal, ring=False)
@@ -444,33 +445,46 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
         yield {"seq": turn.seq, "type": terminal.type, "data": terminal.data()}
 
 
+@dataclass
+class _Ending:
+    """The terminal event a turn ended with, for ``execute_run`` to write."""
+
+    seq: int = 0
+    event: ev.Event | None = None
+
+
 def execute_run(run_id: Any, *, worker: str | None = None) -> str:
-    """Claim and run one queued turn to its end. Returns the final status, or "skipped"."""
+    """Claim and run one queued turn to its end. Returns the final status, or "skipped".
+
+    The claim, the scope and the end of the turn are written on this thread
+    (its connection, and its transaction if it is in one); the agent streams
+    on the process's turn loop, entered once. Doorbells go out from the loop:
+    ``turn.started`` before the agent runs, the terminal one without waiting.
+    """
     worker = worker or worker_name()
     run = claim_run(run_id, worker)
     if run is None:
         return "skipped"
-    endings: list[str] = []
-    # Watchers hear of the start at once, on the turn loop, while this thread loads the scope.
-    started = run.started_event  # type: ignore[attr-defined]
-    doorbell = asyncio.run_coroutine_threadsafe(
-        ev.aring(run.pk, started.seq, ev.wire(started, run.root_run_id)), turn_loop())
     try:
-        scope = load_scope(run.scope_key)
+        scope = load_scope_for_turn(run.scope_key)
     except Exception:  # stream_turn() loads it again, and ends the turn failed if it fails
         scope = None
+    ending = _Ending()
 
     async def drive() -> None:
-        announced = asyncio.wrap_future(doorbell)
-        async with aclosing(stream_turn(run, worker=worker, scope=scope,
-                                        announced=announced)) as stream:
-            async for event in stream:
-                if event["type"] in TERMINAL_STATUS:  # yielded once finish() committed it
-                    endings.append(TERMINAL_STATUS[event["type"]])
+        async with aclosing(stream_turn(run, worker=worker, scope=scope, _ending=ending)) as stream:
+            async for _ in stream:
+                pass
 
     run_in_turn_loop(drive)
-    if endings:
-        return str(endings[-1])
+    if ending.event is not None:
+        try:
+            status = finish(run.pk, worker, ending.seq, ending.event, ring=False)
+        except LeaseLost:
+            log.warning("run %s lost its lease before it could finish", run.pk)
+        else:
+            asyncio.run_coroutine_threadsafe(ev.aring(run.pk, ending.seq), turn_loop())
+            return str(status)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 

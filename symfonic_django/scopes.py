@@ -8,6 +8,8 @@ replaces through ``SYMFONIC`` — explicitly, and testably (rule C12).
 
 from __future__ import annotations
 
+import copy
+import time
 from typing import Any
 
 from .tokens import PauseClaims, scope_hash_matches
@@ -46,6 +48,45 @@ def load_scope(key: str) -> Any:
     from .conf import settings
 
     return settings.SCOPE_LOADER(key)
+
+
+#: Scopes workers loaded for turns: key -> (monotonic expiry, scope). Per process.
+_turn_scopes: dict[str, tuple[float, Any]] = {}
+#: Past this many keys the cache starts over rather than grow without bound.
+TURN_SCOPES_MAX = 1024
+
+
+def load_scope_for_turn(key: str) -> Any:
+    """``load_scope`` for a worker's turn, kept ``SCOPE_CACHE_SECONDS`` per process.
+
+    With the default 0 this is ``load_scope``. Otherwise a scope loaded for
+    one turn serves the turns of the same key that this process runs in the
+    next seconds (tenants change rarely, and a query per turn was a large
+    share of a short one). Each turn gets its own shallow copy, so an agent
+    that sets attributes on its scope does not leak them into the next turn.
+    A key the loader does not know (``None``) is never kept. Only turns read
+    this cache: token and API scope checks always load afresh.
+    """
+    from .conf import settings
+
+    seconds = settings.SCOPE_CACHE_SECONDS
+    if not seconds:
+        return load_scope(key)
+    now = time.monotonic()
+    kept = _turn_scopes.get(key)
+    if kept is None or kept[0] <= now:
+        scope = load_scope(key)
+        if scope is None:
+            return None
+        if len(_turn_scopes) >= TURN_SCOPES_MAX:
+            _turn_scopes.clear()
+        kept = _turn_scopes[key] = (now + seconds, scope)
+    return copy.copy(kept[1])
+
+
+def clear_scope_cache() -> None:
+    """Forget every scope kept for turns (in this process)."""
+    _turn_scopes.clear()
 
 
 def scope_for_claims(claims: PauseClaims) -> Any:

@@ -102,6 +102,19 @@ class WhereAgent(EchoAgent):
                                     "thread": threading.get_ident()})
 
 
+class ScopeAgent(EchoAgent):
+    """Completes at once, telling which scope it was given, then marks that scope."""
+
+    def __init__(self, scope: Any) -> None:
+        self.scope = scope
+
+    async def start_typed(self, context: Any, input: Any):
+        seen = {"slug": getattr(self.scope, "slug", None), "pk": getattr(self.scope, "pk", None),
+                "mark": getattr(self.scope, "mark", None)}
+        self.scope.mark = "left by an earlier turn"
+        yield TurnCompleted(output=seen)
+
+
 class StreamAgent(EchoAgent):
     """Pauses like ``echo``, then resumes into a stream of ``n`` message deltas.
 
@@ -138,3 +151,4 @@ def forged_binding_agent(scope: Any) -> ForgedBindingAgent: return ForgedBinding
 def noop_agent(scope: Any) -> NoopAgent: return NoopAgent()
 def stream_agent(scope: Any) -> StreamAgent: return StreamAgent()
 def where_agent(scope: Any) -> WhereAgent: return WhereAgent()
+def scope_agent(scope: Any) -> ScopeAgent: return ScopeAgent(scope)

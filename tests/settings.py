@@ -1,10 +1,15 @@
 """Test settings: the example project plus the test agents in ``tests.agents``."""
 
+import os as _os
+
 from example_project.settings import *  # noqa: F403
 from example_project.settings import SYMFONIC
 
 SYMFONIC = {
     **SYMFONIC,
+    # Off unless asked for: a test database is made and dropped again and again, and a
+    # worker process would keep serving a tenant row of a database that is gone.
+    "SCOPE_CACHE_SECONDS": float(_os.environ.get("SYMFONIC_SCOPE_CACHE_SECONDS", "0")),
     "AGENTS": {
         **SYMFONIC["AGENTS"],
         "echo": "tests.agents.echo_agent",
@@ -16,6 +21,7 @@ SYMFONIC = {
         "noop": "tests.agents.noop_agent",
         "stream": "tests.agents.stream_agent",
         "where": "tests.agents.where_agent",
+        "scope": "tests.agents.scope_agent",
     },
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -25,7 +31,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # locked" instead of waiting, so threaded tests would test that cache, not the claims.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3") and not DATABASES["default"].get(  # noqa: F405
         "TEST", {}).get("NAME"):
-    import os as _os
     import tempfile as _tempfile
 
     DATABASES["default"]["TEST"] = {"NAME": _os.path.join(  # noqa: F405

@@ -112,6 +112,20 @@ def test_numbers_of_the_wrong_type_are_errors():
     ]
 
 
+@override_settings(SYMFONIC={"SCOPE_CACHE_SECONDS": -1})
+def test_a_negative_scope_cache_is_an_error():
+    assert check_settings() == [
+        Error("SYMFONIC['SCOPE_CACHE_SECONDS'] must be a number of seconds, 0 or more, not -1.",
+              hint="0 (the default) loads the scope for every turn.", id="symfonic_django.E003"),
+    ]
+
+
+@override_settings(SYMFONIC={"SCOPE_CACHE_SECONDS": "10"})
+def test_a_scope_cache_that_is_not_a_number_is_an_error():
+    assert [e.msg for e in check_settings()] == [
+        "SYMFONIC['SCOPE_CACHE_SECONDS'] must be a number of seconds, 0 or more, not '10'."]
+
+
 @override_settings(SYMFONIC={"SCOPE_FOR_CLAIMS": None, "ADMISSION": 3,
                              "AGENTS": {"refund": 42}})
 def test_hooks_that_are_neither_paths_nor_callables_are_errors():
