@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 import uuid
 from typing import Any
 
@@ -163,7 +164,34 @@ def _events_table(run: Run | None) -> dict[str, Any] | None:
 
 # --- shared behaviour ---------------------------------------------------------
 
+#: Seconds a process keeps the scopes it found in use, for the scope filter's choices.
+SCOPES_IN_USE_SECONDS = 30.0
+_scopes_in_use: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
+
+
 def scopes_in_use(model: Any) -> set[str]:
+    """Every scope key in ``model``'s ``scope_key`` column, found at most every 30 s.
+
+    These are the choices of the scope filter of a user who sees every scope:
+    a list to pick from, not a permission (the rows shown are always read
+    afresh), so a process keeps it ``SCOPES_IN_USE_SECONDS`` rather than look
+    again on every page. A scope whose first row is newer shows in the list
+    that much later.
+    """
+    key = (model.objects.db, model._meta.label)
+    now = time.monotonic()
+    kept = _scopes_in_use.get(key)
+    if kept is None or kept[0] <= now:
+        kept = _scopes_in_use[key] = (now + SCOPES_IN_USE_SECONDS, frozenset(_find_scopes(model)))
+    return set(kept[1])
+
+
+def clear_scopes_in_use() -> None:
+    """Forget the scopes this process found in use (the next list looks again)."""
+    _scopes_in_use.clear()
+
+
+def _find_scopes(model: Any) -> set[str]:
     """Every scope key in ``model``'s (indexed) ``scope_key`` column, in one query.
 
     On PostgreSQL a recursive query hops through the index from one key to the
@@ -270,6 +298,18 @@ class ScopedChangeList(ChangeList):
             self.full_result_count = self.result_count
 
 
+#: The row checkbox's label (Django's own msgid, so its translations apply).
+ACTION_CHECKBOX_LABEL = "Select this object for an action - {}"
+
+
+def action_checkbox_html(obj: Any, label: str) -> str:
+    """A row's action checkbox; ``label`` is ``ACTION_CHECKBOX_LABEL`` translated."""
+    return SafeString(
+        f'<input type="checkbox" name="{helpers.ACTION_CHECKBOX_NAME}" '
+        f'value="{html.escape(str(obj.pk))}" class="action-select" '
+        f'aria-label="{label.format(html.escape(str(obj)))}">')
+
+
 class ScopedReadOnlyAdmin(admin.ModelAdmin):
     """Rows of the scopes the user may review, read-only; anything else is a 404."""
 
@@ -291,10 +331,7 @@ class ScopedReadOnlyAdmin(admin.ModelAdmin):
 
         Rendering a widget template per row was a third of a changelist page.
         """
-        label = gettext("Select this object for an action - {}").format(html.escape(str(obj)))
-        return SafeString(
-            f'<input type="checkbox" name="{helpers.ACTION_CHECKBOX_NAME}" '
-            f'value="{html.escape(str(obj.pk))}" class="action-select" aria-label="{label}">')
+        return action_checkbox_html(obj, gettext(ACTION_CHECKBOX_LABEL))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)
