@@ -124,8 +124,8 @@ def stop_workers(workers: list[tuple[subprocess.Popen, Path]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=150, help="continuations per round")
-    parser.add_argument("--rounds", type=int, default=8, help="timed rounds per side")
+    parser.add_argument("-n", type=int, default=300, help="continuations per round")
+    parser.add_argument("--rounds", type=int, default=10, help="timed rounds per side")
     parser.add_argument("--processes", type=int, default=2,
                         help="worker processes running tasks (default 2)")
     parser.add_argument("--pool", default="prefork", choices=["prefork", "solo"],

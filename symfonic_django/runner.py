@@ -76,14 +76,16 @@ astart_run = sync_to_async(start_run)
 #: ``TurnStarted(agent, resumed_from_pause).data()``, built from the claimed row.
 PG_CLAIM = """
     WITH claimed AS (
-        UPDATE {run} SET status = %s, worker = %s, started_at = %s, lease_until = %s,
+        UPDATE {run} SET status = '{running}', worker = %s, started_at = %s, lease_until = %s,
                          attempts = attempts + 1, updated_at = %s
-         WHERE id = (SELECT id FROM {run} WHERE id = %s AND status = %s FOR UPDATE SKIP LOCKED)
+         WHERE id = (SELECT id FROM {run} WHERE id = %s AND status = '{queued}'
+                     FOR UPDATE SKIP LOCKED)
      RETURNING {columns}
     ), started AS (
         INSERT INTO {event} (run_id, seq, type, data, created_at)
         SELECT id, 1 + COALESCE((SELECT max(seq) FROM {event} WHERE run_id = claimed.id), 0),
-               %s, jsonb_build_object('agent', agent, 'resumed_from_pause', resumed_from_id::text),
+               '{started}',
+               jsonb_build_object('agent', agent, 'resumed_from_pause', resumed_from_id::text),
                %s
           FROM claimed
      RETURNING id, seq
@@ -106,8 +108,7 @@ def claim_run(run_id: Any, worker: str) -> Run | None:
     if connection.vendor != "postgresql":
         return _claim_with_orm(run_id, worker, now, lease_until)
     sql = _pg_claim_sql(connection.ops.quote_name)
-    params = [RunStatus.RUNNING, worker, now, lease_until, now, run_id, RunStatus.QUEUED,
-              ev.TurnStarted.type, now]
+    params = [worker, now, lease_until, now, run_id, now]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -127,10 +128,16 @@ def claim_run(run_id: Any, worker: str) -> Run | None:
 
 @functools.cache
 def _pg_claim_sql(quote: Callable[[str], str]) -> str:
-    """``PG_CLAIM`` for this schema: every column of ``Run``, in model order, for ``from_db``."""
+    """``PG_CLAIM`` for this schema: every column of ``Run``, in model order, for ``from_db``.
+
+    The statuses and the event type are the app's own constants, written into
+    the statement rather than sent as parameters on every claim.
+    """
     columns = ", ".join(quote(f.column) for f in Run._meta.concrete_fields)
     return PG_CLAIM.format(run=quote(Run._meta.db_table),
-                           event=quote(ev.TurnEvent._meta.db_table), columns=columns)
+                           event=quote(ev.TurnEvent._meta.db_table), columns=columns,
+                           running=RunStatus.RUNNING.value, queued=RunStatus.QUEUED.value,
+                           started=ev.TurnStarted.type)
 
 
 @functools.cache
@@ -206,7 +213,7 @@ def finish(run_id: Any, worker: str, seq: int, event: ev.Event,
 #: running, and the terminal event, inserted only when the UPDATE matched.
 PG_END = """
     WITH owned AS (UPDATE {run} SET {assignments}
-                    WHERE id = %s AND status = %s AND worker = %s RETURNING id)
+                    WHERE id = %s AND status = '{running}' AND worker = %s RETURNING id)
     INSERT INTO {event} (run_id, seq, type, data, created_at)
     SELECT id, %s, %s, %s, %s FROM owned
 """
@@ -226,17 +233,24 @@ def _end_if_owned(run_id: Any, worker: str, changes: dict[str, Any], seq: int,
             return False
         ev.persist(run_id, seq, event)
         return True
-    fields = [Run._meta.get_field(name) for name in changes]
-    quote = connection.ops.quote_name
-    sql = PG_END.format(run=quote(Run._meta.db_table), event=quote(ev.TurnEvent._meta.db_table),
-                        assignments=", ".join(f"{quote(f.column)} = %s" for f in fields))
+    sql, fields = _pg_end_sql(connection.ops.quote_name, tuple(changes))
     values = [f.get_db_prep_save(value, connection)
               for f, value in zip(fields, changes.values(), strict=True)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*values, Run._meta.pk.to_python(run_id), RunStatus.RUNNING, worker,
-                             seq, event.type, connection.ops.adapt_json_value(event.data(), None),
+        cursor.execute(sql, [*values, Run._meta.pk.to_python(run_id), worker, seq, event.type,
+                             connection.ops.adapt_json_value(event.data(), None),
                              changes["updated_at"]])
         return cursor.rowcount == 1
+
+
+@functools.cache
+def _pg_end_sql(quote: Callable[[str], str], names: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """``PG_END`` setting ``names``, and their fields: one per kind of ending."""
+    fields = [Run._meta.get_field(name) for name in names]
+    sql = PG_END.format(run=quote(Run._meta.db_table), event=quote(ev.TurnEvent._meta.db_table),
+                        assignments=", ".join(f"{quote(f.column)} = %s" for f in fields),
+                        running=RunStatus.RUNNING.value)
+    return sql, fields
 
 
 # --- the turn ----------------------------------------------------------------
@@ -385,9 +399,12 @@ async def stream_turn(run: Run, *, worker: str, agent: Any = None, scope: Any = 
     terminal: ev.Event | None = None
     output: Any = None
     try:
-        # Watchers hear of the start first: before the scope and the agent are loaded.
+        # Watchers hear of the start first, before anything the agent does is stored: the
+        # doorbell goes out as soon as the turn first waits (the agent's first event, its
+        # first await, or its end), not in the way of the turn.
         if started_row is not None:
-            await ev.aring(run.pk, turn.seq, ev.wire(started_row, run.root_run_id))
+            _keep(asyncio.ensure_future(
+                ev.aring(run.pk, turn.seq, ev.wire(started_row, run.root_run_id))))
         else:  # a run claimed some other way: record the start now
             await turn.emit(started)
         yield {"seq": turn.seq, "type": started.type, "data": started.data()}
@@ -483,7 +500,7 @@ def execute_run(run_id: Any, *, worker: str | None = None) -> str:
         except LeaseLost:
             log.warning("run %s lost its lease before it could finish", run.pk)
         else:
-            asyncio.run_coroutine_threadsafe(ev.aring(run.pk, ending.seq), turn_loop())
+            ring_soon(run.pk, ending.seq)
             return str(status)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
@@ -517,6 +534,22 @@ def turn_loop() -> asyncio.AbstractEventLoop:
             running.wait()
             _turn_loop = (os.getpid(), loop)
         return _turn_loop[1]
+
+
+#: Doorbells under way on the turn loop (the loop keeps only weak references to tasks).
+_doorbells: set[asyncio.Task[None]] = set()
+
+
+def _keep(task: asyncio.Task[None]) -> None:
+    """Hold a doorbell's task until it is done."""
+    _doorbells.add(task)
+    task.add_done_callback(_doorbells.discard)
+
+
+def ring_soon(run_id: Any, seq: int) -> None:
+    """Ring ``seq``'s doorbell on :func:`turn_loop`, from any thread, without waiting for it."""
+    loop = turn_loop()
+    loop.call_soon_threadsafe(lambda: _keep(loop.create_task(ev.aring(run_id, seq))))
 
 
 def run_in_turn_loop(function: Callable[[], Awaitable[T]]) -> T:
