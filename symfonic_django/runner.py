@@ -475,8 +475,9 @@ def execute_run(run_id: Any, *, worker: str | None = None) -> str:
 
     The claim, the scope and the end of the turn are written on this thread
     (its connection, and its transaction if it is in one); the agent streams
-    on the process's turn loop, entered once. Doorbells go out from the loop:
-    ``turn.started`` before the agent runs, the terminal one without waiting.
+    on the process's turn loop, entered once. Doorbells go out from the loop
+    as tasks: ``turn.started``'s when the turn first waits, the terminal one
+    once it is committed, without waiting for either.
     """
     worker = worker or worker_name()
     run = claim_run(run_id, worker)
