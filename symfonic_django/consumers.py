@@ -12,9 +12,11 @@ reordered, whatever the layer does.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -101,15 +103,19 @@ PG_OPEN = """
 """
 
 
+@functools.cache
+def _pg_open_sql(quote: Callable[[str], str]) -> str:
+    """``PG_OPEN`` for this schema, built once."""
+    return PG_OPEN.format(run=quote(Run._meta.db_table), event=quote(TurnEvent._meta.db_table))
+
+
 def _run_and_rows_after(run_id: uuid.UUID, after: int) -> tuple[Run | None, list[TurnEvent]]:
     """The run (only its id, root and scope) and its first ``BATCH`` events after ``after``."""
     if connection.vendor != "postgresql":
         run = _load_run(run_id)
         return (None, []) if run is None else (run, _events_after(run.pk, after))
-    quote = connection.ops.quote_name
-    sql = PG_OPEN.format(run=quote(Run._meta.db_table), event=quote(TurnEvent._meta.db_table))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [after, BATCH, run_id])
+        cursor.execute(_pg_open_sql(connection.ops.quote_name), [after, BATCH, run_id])
         found = cursor.fetchall()
     if not found:
         return None, []

@@ -99,7 +99,7 @@ def _columns(cl: Any) -> list[Cell] | None:
             if name == "action_checkbox" and (getattr(type(admin), name, None)
                                               is ScopedReadOnlyAdmin.action_checkbox):
                 label = gettext(ACTION_CHECKBOX_LABEL)  # once per page, not once per row
-                value_of = functools.partial(_checkbox, label=label)
+                value_of = functools.partial(action_checkbox_html, label=label)
             else:
                 value_of = _method_value(attr, getattr(attr, "empty_value_display", default_empty))
         else:
@@ -140,10 +140,6 @@ def _method_value(method: Callable[[Any], Any], empty: str) -> Callable[[Any], A
         return display_for_value(value, empty)
 
     return value_of
-
-
-def _checkbox(row: Any, *, label: str) -> str:
-    return action_checkbox_html(row, label)
 
 
 class _NeedsDjango(Exception):
