@@ -1,13 +1,15 @@
 # make demo  - set up from nothing and serve the example on 127.0.0.1:8000 (SQLite, no services)
 # make smoke - the demo's headless mode: start -> pause -> approve -> continuation -> completed
-# make test  - set up from nothing and run every test (PostgreSQL, SQLite, Django 5.2 and 6.x)
+# make test  - set up from nothing and run every test (PostgreSQL, SQLite, Django 5.2 and 6.x),
+#              the packaging and README install check included; under CI no leg may be skipped
+# make install-check - only the wheel + README install path (scripts/install_check.sh)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install312 services chromium test demo smoke bench lint clean
+.PHONY: install install312 services chromium test install-check demo smoke bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +34,11 @@ test: install install312 services chromium
 	$(VENV)/bin/ruff check symfonic_django example_project tests bench
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) manage.py makemigrations --check --dry-run
+	bash scripts/install_check.sh
 	bash scripts/test.sh
+
+install-check: install services
+	bash scripts/install_check.sh
 
 demo: install
 	$(PY) manage.py migrate --noinput -v0
