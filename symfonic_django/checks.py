@@ -8,6 +8,9 @@ Stable ids, each with a hint:
 - ``symfonic_django.E004`` a Celery task of this app without acks_late / reject_on_worker_lost
 - ``symfonic_django.W001`` the in-memory channel layer with a worker in another process
 - ``symfonic_django.W002`` SQLite as the database of a deployment (``check --deploy``)
+- ``symfonic_django.W003`` no Celery broker configured: runs would stay ``queued``
+- ``symfonic_django.W004`` ``CELERY_BROKER_URL`` is set but the current Celery app does not read it
+- ``symfonic_django.W005`` the API is mounted, but DRF's schema class cannot serve its schema
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
+from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 
 from .conf import DEFAULTS, IMPORT_STRINGS, ON_EXPIRE_CHOICES, SETTING_NAME
@@ -118,6 +122,40 @@ def check_celery(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return errors
 
 
+#: Where the README shows the Celery wiring the two broker checks ask for.
+CELERY_WIRING = (
+    "Load a Celery app configured from Django's settings whenever Django starts: "
+    "app.config_from_object('django.conf:settings', namespace='CELERY') in proj/celery.py, "
+    "imported in proj/__init__.py (README, 'Installing it in your project')."
+)
+
+
+@register(Tags.compatibility)
+def check_celery_broker(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Runs reach a worker only through a configured broker.
+
+    ``celery.current_app`` is the app ``start_run`` sends through: the
+    project's app once its package imports it, else Celery's fallback app,
+    which reads no settings. Either way ``conf.broker_url`` is what it would
+    use (Celery also reads the ``CELERY_BROKER_URL`` environment variable
+    there); unset, Celery falls back to AMQP on localhost, where in a Django
+    project no worker listens. The Django setting tells the two causes apart.
+    """
+    from celery import current_app
+
+    if current_app.conf.broker_url:
+        return []
+    if getattr(django_settings, "CELERY_BROKER_URL", None):
+        return [Warning(
+            "CELERY_BROKER_URL is set, but the current Celery app does not read it: start_run "
+            "would send runs to Celery's default broker (AMQP on localhost) and they would stay "
+            "queued.", hint=CELERY_WIRING, id="symfonic_django.W004")]
+    return [Warning(
+        "No Celery broker is configured: start_run would send runs to Celery's default broker "
+        "(AMQP on localhost) and they would stay queued.",
+        hint=f"Set CELERY_BROKER_URL. {CELERY_WIRING}", id="symfonic_django.W003")]
+
+
 @register(Tags.compatibility)
 def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
     layers = getattr(django_settings, "CHANNEL_LAYERS", {}) or {}
@@ -130,6 +168,36 @@ def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[Warning]
             hint="Use channels_redis.core.RedisChannelLayer in a multi-process deployment.",
             id="symfonic_django.W001")]
     return []
+
+
+@register(Tags.compatibility, Tags.urls)
+def check_schema_class(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """The API's OpenAPI schema needs drf-spectacular's AutoSchema as DRF's default.
+
+    The views are described with ``@extend_schema`` on their methods, which
+    builds on ``DEFAULT_SCHEMA_CLASS``; drf-spectacular refuses any other
+    base, so with DRF's own default ``schema/`` is a 500 (a class attribute on
+    the views does not help: the method decorators still build on the default).
+    Only a project that mounts the API is told.
+    """
+    from drf_spectacular.openapi import AutoSchema
+    from rest_framework.settings import api_settings
+
+    schema_class = api_settings.DEFAULT_SCHEMA_CLASS
+    if isinstance(schema_class, type) and issubclass(schema_class, AutoSchema):
+        return []
+    try:
+        path = reverse("symfonic_api:schema")
+    except NoReverseMatch:
+        return []
+    name = (f"{schema_class.__module__}.{schema_class.__qualname__}"
+            if isinstance(schema_class, type) else repr(schema_class))
+    return [Warning(
+        f"GET {path} answers 500: the API's views are described with drf-spectacular, which "
+        f"needs its AutoSchema as DRF's DEFAULT_SCHEMA_CLASS, not {name}.",
+        hint="Set REST_FRAMEWORK['DEFAULT_SCHEMA_CLASS'] = "
+             "'drf_spectacular.openapi.AutoSchema' (or a subclass of it).",
+        id="symfonic_django.W005")]
 
 
 @register(Tags.database, deploy=True)

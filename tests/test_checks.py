@@ -6,15 +6,22 @@ compares the whole list, so a new, missing or reworded message fails here.
 
 from __future__ import annotations
 
-import pytest
-from celery import current_app
-from django.core.checks import Error, Warning, run_checks
-from django.test import override_settings
+from collections.abc import Iterator
 
+import pytest
+from celery import Celery, current_app
+from django.conf import settings
+from django.core.checks import Error, Warning, run_checks
+from django.test import Client, override_settings
+
+from example_project.celery import app as example_celery_app
 from symfonic_django import tasks  # noqa: F401  (registers the tasks on the current app)
 from symfonic_django.checks import (
+    CELERY_WIRING,
     check_celery,
+    check_celery_broker,
     check_channel_layer,
+    check_schema_class,
     check_settings,
     check_sqlite_in_production,
 )
@@ -32,8 +39,8 @@ database_override = pytest.mark.filterwarnings("ignore:Overriding setting DATABA
 
 
 def all_checks() -> list:
-    return (check_settings() + check_celery() + check_channel_layer()
-            + check_sqlite_in_production())
+    return (check_settings() + check_celery() + check_celery_broker() + check_channel_layer()
+            + check_schema_class() + check_sqlite_in_production())
 
 
 @database_override
@@ -45,6 +52,7 @@ def test_clean_settings_give_no_message():
 
 def test_the_test_settings_are_clean():
     assert check_settings() == [] and check_celery() == [] and check_channel_layer() == []
+    assert check_celery_broker() == [] and check_schema_class() == []
 
 
 @override_settings(SYMFONIC={
@@ -187,6 +195,83 @@ def test_in_memory_layer_with_a_real_broker_is_a_warning():
 def test_a_layer_that_matches_the_broker_is_fine(layers, broker):
     with override_settings(CHANNEL_LAYERS=layers, CELERY_BROKER_URL=broker):
         assert check_channel_layer() == []
+
+
+@pytest.fixture
+def bare_celery_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Celery]:
+    """The current Celery app is one that reads no Django settings, as in a project without
+    proj/celery.py or whose package does not import it; the example's app is current again
+    afterwards."""
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+    app = Celery("bare")  # a new app makes itself the current one
+    try:
+        yield app
+    finally:
+        example_celery_app.set_current()
+
+
+@override_settings()
+def test_no_broker_anywhere_is_a_warning(bare_celery_app: Celery) -> None:
+    del settings.CELERY_BROKER_URL
+    assert check_celery_broker() == [Warning(
+        "No Celery broker is configured: start_run would send runs to Celery's default broker "
+        "(AMQP on localhost) and they would stay queued.",
+        hint="Set CELERY_BROKER_URL. Load a Celery app configured from Django's settings "
+             "whenever Django starts: app.config_from_object('django.conf:settings', "
+             "namespace='CELERY') in proj/celery.py, imported in proj/__init__.py (README, "
+             "'Installing it in your project').",
+        id="symfonic_django.W003")]
+
+
+@override_settings(CELERY_BROKER_URL="redis://127.0.0.1:6379/1")
+def test_a_broker_setting_no_celery_app_reads_is_a_warning(bare_celery_app: Celery) -> None:
+    assert check_celery_broker() == [Warning(
+        "CELERY_BROKER_URL is set, but the current Celery app does not read it: start_run "
+        "would send runs to Celery's default broker (AMQP on localhost) and they would stay "
+        "queued.", hint=CELERY_WIRING, id="symfonic_django.W004")]
+
+
+@override_settings(CELERY_BROKER_URL="redis://127.0.0.1:6379/1")
+def test_an_app_that_reads_the_settings_is_fine(bare_celery_app: Celery) -> None:
+    bare_celery_app.config_from_object("django.conf:settings", namespace="CELERY")
+    assert check_celery_broker() == []
+    assert bare_celery_app.conf.broker_url == "redis://127.0.0.1:6379/1"
+
+
+@override_settings()
+def test_the_broker_environment_variable_celery_reads_is_fine(
+        bare_celery_app: Celery, monkeypatch: pytest.MonkeyPatch) -> None:
+    del settings.CELERY_BROKER_URL
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:6379/1")
+    assert check_celery_broker() == []
+
+
+DRF_SCHEMA = {"DEFAULT_SCHEMA_CLASS": "rest_framework.schemas.openapi.AutoSchema"}
+#: A URLconf without the API, for ROOT_URLCONF=__name__.
+urlpatterns: list = []
+
+
+@override_settings(REST_FRAMEWORK=DRF_SCHEMA)
+def test_drfs_own_schema_class_with_the_api_mounted_is_a_warning() -> None:
+    assert check_schema_class() == [Warning(
+        "GET /api/symfonic/schema/ answers 500: the API's views are described with "
+        "drf-spectacular, which needs its AutoSchema as DRF's DEFAULT_SCHEMA_CLASS, not "
+        "rest_framework.schemas.openapi.AutoSchema.",
+        hint="Set REST_FRAMEWORK['DEFAULT_SCHEMA_CLASS'] = "
+             "'drf_spectacular.openapi.AutoSchema' (or a subclass of it).",
+        id="symfonic_django.W005")]
+
+
+@override_settings(REST_FRAMEWORK=DRF_SCHEMA, ROOT_URLCONF=__name__)
+def test_any_schema_class_is_fine_when_the_api_is_not_mounted() -> None:
+    assert check_schema_class() == []
+
+
+@override_settings(REST_FRAMEWORK=DRF_SCHEMA)
+def test_the_warning_names_what_the_schema_view_really_answers(client: Client) -> None:
+    """The check's claim, observed: with DRF's schema class the schema view is a 500."""
+    client.raise_request_exception = False
+    assert client.get("/api/symfonic/schema/").status_code == 500
 
 
 SQLITE_WARNING = Warning(
