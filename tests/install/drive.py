@@ -105,7 +105,7 @@ def websocket_messages(base_url: str, path: str, timeout: float = TURN_TIMEOUT) 
             raise Failed(f"the websocket {path} was refused: {status!r}")
         while stream.readline() not in (b"\r\n", b""):
             pass  # the rest of the handshake's headers
-        messages = []
+        messages: list[Any] = []
         while True:
             first, second = stream.read(2)
             opcode, length = first & 0x0F, second & 0x7F
@@ -124,7 +124,7 @@ def check_shipped_files() -> None:
     from django.template.loader import get_template
 
     root = files("symfonic_django") / "templates"
-    names = []
+    names: list[str] = []
 
     def walk(node: Any, prefix: str) -> None:
         for child in node.iterdir():
