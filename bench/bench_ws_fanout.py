@@ -111,8 +111,9 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int, log_dir: Pat
     from example_project.shop.management.commands.seed_demo import seed_users
     from symfonic_django.models import Pause, TurnEvent
     from symfonic_django.pauses import approve
-    from symfonic_django.runner import execute_run, start_run
+    from symfonic_django.runs import start_run
     from symfonic_django.tokens import mint_watch_ticket
+    from symfonic_django.turns import execute_run
 
     seed_users()
     total = args.events + 2  # turn.started, the deltas, turn.completed

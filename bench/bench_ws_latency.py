@@ -138,8 +138,9 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
     from example_project.shop.management.commands.seed_demo import seed_users
     from symfonic_django.models import AnsweredVia, Pause, TurnEvent
     from symfonic_django.pauses import approve
-    from symfonic_django.runner import execute_run, start_run
+    from symfonic_django.runs import start_run
     from symfonic_django.tokens import mint_watch_ticket
+    from symfonic_django.turns import execute_run
 
     token = seed_users()["alice"]["token"]
 

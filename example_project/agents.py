@@ -10,7 +10,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from symfonic_django import request_pause
+from symfonic_django import afenced, request_pause
 from symfonic_django.events import (
     MessageCompleted,
     MessageDelta,
@@ -71,9 +71,12 @@ class RefundAgent:
                 "order_id": parent_input["order_id"], "amount": parent_input["amount"]}
             call_id = f"refund-{continuation.run.pk}"
             yield ToolStarted(tool_call_id=call_id, name="refund", args=args)
-            result = await sync_to_async(record_refund)(
-                args["order_id"], args["amount"], str(continuation.run.pk))
-            yield ToolCompleted(tool_call_id=call_id, name="refund", args=args, result=result)
+            # Money moves only while this worker still holds the run: the refund row and
+            # its tool.completed event commit together, or (LeaseLost) not at all.
+            result = await afenced(
+                record_refund, args["order_id"], args["amount"], str(continuation.run.pk),
+                event=lambda result: ToolCompleted(tool_call_id=call_id, name="refund",
+                                                   args=args, result=result))
             for word in ("Refund ", f"of {args['amount']} ", f"on order {args['order_id']} ",
                          "is done."):
                 yield MessageDelta(text=word)

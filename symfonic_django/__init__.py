@@ -1,25 +1,36 @@
 """symfonic_django: durable, single-use, tenant-scoped human pauses for agent runs.
 
 The public API is imported lazily so that ``import symfonic_django`` works
-before Django's app registry is ready (for example in settings files).
+before Django's app registry is ready (for example in settings files); type
+checkers read the same names from the ``TYPE_CHECKING`` imports below.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .binding import PauseBinding, current_run_binding
+    from .continuation import HostContinuationFactory, HumanContinuationService, human_continuation
+    from .exceptions import InteractionConfigurationError
+    from .runs import LeaseLost, retry, start_run
+    from .tokens import PauseClaims
+    from .turns import afenced, fenced, request_pause
 
 __all__ = [
     "PauseBinding", "current_run_binding", "InteractionConfigurationError", "PauseClaims",
     "request_pause", "HumanContinuationService", "HostContinuationFactory",
-    "human_continuation", "start_run",
+    "human_continuation", "start_run", "retry", "fenced", "afenced", "LeaseLost",
 ]
 
 _EXPORTS = {
     "PauseBinding": "binding", "current_run_binding": "binding",
     "InteractionConfigurationError": "exceptions", "PauseClaims": "tokens",
-    "request_pause": "pauses", "HumanContinuationService": "continuation",
+    "request_pause": "turns", "HumanContinuationService": "continuation",
     "HostContinuationFactory": "continuation", "human_continuation": "continuation",
-    "start_run": "runner",
+    "start_run": "runs", "retry": "runs", "fenced": "turns", "afenced": "turns",
+    "LeaseLost": "runs",
 }
 
 
@@ -27,6 +38,4 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'symfonic_django' has no attribute {name!r}")
-    from importlib import import_module
-
     return getattr(import_module(f"symfonic_django.{module}"), name)

@@ -1,6 +1,6 @@
 """Which run is pausing: the run identity context and ``current_run_binding``.
 
-The runner sets a ``RunIdentity`` in a context variable for the length of a
+The turn driver (``turns.py``) sets a ``RunIdentity`` in a context variable for the length of a
 turn. ``current_run_binding()`` copies the two id strings out of it — and
 nothing else — into a ``PauseBinding`` with the deployment's own metadata
 (rules B1–B6 of DESIGN section 2).
@@ -33,10 +33,6 @@ class RunIdentity:
 _current: contextvars.ContextVar[RunIdentity | None] = contextvars.ContextVar(
     "symfonic_run_identity", default=None
 )
-
-
-def current_run_identity() -> RunIdentity | None:
-    return _current.get()
 
 
 @contextmanager
@@ -81,13 +77,13 @@ def current_run_binding(
     Raises ``InteractionConfigurationError`` when no run is active.
     """
     identity = _current.get()
-    run_id = identity.run_id if identity is not None else ""
-    if not run_id:
+    if identity is None or not identity.run_id:
         raise InteractionConfigurationError(
             "current_run_binding() was called but no run is active in this "
             "context, so there is no run to bind the pause to; call it from "
             "the binding callable, which the pause stage invokes during a turn"
         )
+    run_id = identity.run_id
     root_run_id = identity.root_run_id or run_id
     del identity  # keep no reference to the identity object (rule B3)
     return PauseBinding(

@@ -14,7 +14,12 @@ from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
 
+from .exceptions import UnknownAgent
+
 SETTING_NAME = "SYMFONIC"
+
+#: Returned by a ``REVIEWER_SCOPES`` callable for a user who may see every scope.
+ALL_SCOPES = "__all__"
 
 DEFAULTS: dict[str, Any] = {
     # name -> dotted path of ``agent_for(scope) -> Agent`` (sync or async).
@@ -40,6 +45,10 @@ DEFAULTS: dict[str, Any] = {
     "MAX_ANSWER_BYTES": 64 * 1024,
     # "fail": an expired pause fails the paused run; "resume": it resumes with a timeout answer.
     "ON_EXPIRE": "fail",
+    # Seconds an Idempotency-Key's recorded response is kept (symfonic_prune deletes older).
+    "IDEMPOTENCY_RETENTION": 24 * 3600,
+    # Seconds the events of a finished run are kept (None: for ever; symfonic_prune).
+    "EVENT_RETENTION": None,
 }
 
 IMPORT_STRINGS = frozenset(
@@ -73,8 +82,6 @@ class SymfonicSettings:
 
     def agent_factory(self, name: str) -> Any:
         """The ``agent_for(scope)`` callable registered as ``name``, imported once."""
-        from .exceptions import UnknownAgent
-
         key = f"agent:{name}"
         if key not in self._cached:
             path = self.AGENTS.get(name)
@@ -92,10 +99,7 @@ settings = SymfonicSettings()
 
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
-        from .scopes import clear_scope_cache
-
         settings.reload()
-        clear_scope_cache()
 
 
 setting_changed.connect(_reload)

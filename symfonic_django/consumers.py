@@ -12,20 +12,18 @@ reordered, whatever the layer does.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import uuid
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.db import connection
 
-from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, wire_rows
-from .models import Run, TurnEvent
+from .delivery import may_hold_tokens, wire_events
+from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name
+from .models import Run, RunStatus, TurnEvent
 from .scopes import may_review, reviewer_scope_keys
 from .tokens import verify_watch_ticket
 
@@ -38,14 +36,13 @@ BATCH = 500
 
 log = logging.getLogger(__name__)
 
+#: Statuses in which a run's stream has ended (until an operator retries a failed run).
+ENDED = frozenset({RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.FAILED})
+
 CLOSE_NORMAL = 1000
 CLOSE_NOT_AUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
-
-
-def _load_run(run_id: uuid.UUID) -> Run | None:
-    return Run.objects.filter(pk=run_id).only("id", "root_id", "scope_key").first()
 
 
 def _authorize(user: Any, run: Run) -> int | None:
@@ -59,79 +56,38 @@ def _authorize(user: Any, run: Run) -> int | None:
     return None
 
 
-def _events_after(run_id: Any, after: int) -> list[TurnEvent]:
-    return list(TurnEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:BATCH])
-
-
-def _rows_after(run_id: Any, after: int, root_run_id: str) -> list[dict[str, Any]]:
-    return wire_rows(_events_after(run_id, after), root_run_id)
-
-
-def _ended_before(run_id: Any, after: int) -> bool:
-    return TurnEvent.objects.filter(run_id=run_id, seq__lte=after,
-                                    type__in=TERMINAL_TYPES).exists()
+def _rows_after(run: Run, after: int, with_tokens: bool) -> list[dict[str, Any]]:
+    """The run's first ``BATCH`` events after ``after``, in wire form."""
+    rows = list(TurnEvent.objects.filter(run_id=run.pk, seq__gt=after).order_by("seq")[:BATCH])
+    return wire_events(rows, run, with_tokens=with_tokens)
 
 
 def _open(run_id: uuid.UUID, user: Any, after: int,
-          ) -> tuple[Run | None, int | None, list[dict[str, Any]], bool]:
-    """Everything a new watcher needs, in one database round trip.
+          ) -> tuple[Run | None, int | None, bool, list[dict[str, Any]], bool]:
+    """Everything a new watcher needs: the run, a refusal, tokens or not, the first events,
+    and whether the turn had already ended.
 
-    The run; a close code refusing ``user`` (``None`` for a ticket holder,
-    whose ticket was already checked); the first events after ``after``; and
-    whether the turn had already ended by ``after``.
+    The close code refuses ``user`` (``None`` for a ticket holder, whose
+    ticket was already checked and who started the run or answered its
+    pause: they get tokens). The turn had ended by ``after`` when the run
+    is in a final status and nothing is stored after ``after`` (a run an
+    operator retried is queued again, and its stream goes on).
     """
-    run, rows = _run_and_rows_after(run_id, after)
+    run = Run.objects.filter(pk=run_id).only("id", "root_id", "scope_key", "status").first()
     if run is None:
-        return None, CLOSE_NOT_FOUND, [], False
+        return None, CLOSE_NOT_FOUND, False, [], False
     code = _authorize(user, run) if user is not None else None
     if code is not None:
-        return run, code, [], False
-    events = wire_rows(rows, run.root_run_id)
-    # Nothing ends before seq 1: a first connection never asks.
-    return run, None, events, not events and after > 0 and _ended_before(run.pk, after)
-
-
-#: A new watcher's run and its first events, in one query: connecting is on the path
-#: from an answer to the first event a client sees, and it was three round trips.
-PG_OPEN = """
-    SELECT r.root_id, r.scope_key, e.id, e.seq, e.type, e.data, e.created_at
-      FROM {run} r
-      LEFT JOIN LATERAL (SELECT id, seq, type, data, created_at FROM {event}
-                          WHERE run_id = r.id AND seq > %s ORDER BY seq LIMIT %s) e ON true
-     WHERE r.id = %s
-     ORDER BY e.seq
-"""
-
-
-@functools.cache
-def _pg_open_sql(quote: Callable[[str], str]) -> str:
-    """``PG_OPEN`` for this schema, built once."""
-    return PG_OPEN.format(run=quote(Run._meta.db_table), event=quote(TurnEvent._meta.db_table))
-
-
-def _run_and_rows_after(run_id: uuid.UUID, after: int) -> tuple[Run | None, list[TurnEvent]]:
-    """The run (only its id, root and scope) and its first ``BATCH`` events after ``after``."""
-    if connection.vendor != "postgresql":
-        run = _load_run(run_id)
-        return (None, []) if run is None else (run, _events_after(run.pk, after))
-    with connection.cursor() as cursor:
-        cursor.execute(_pg_open_sql(connection.ops.quote_name), [after, BATCH, run_id])
-        found = cursor.fetchall()
-    if not found:
-        return None, []
-    root_id, key = found[0][:2]
-    run = Run(id=run_id, root_id=root_id, scope_key=key)
-    data = TurnEvent._meta.get_field("data")
-    rows = [TurnEvent(id=pk, run_id=run_id, seq=seq, type=type_, created_at=created,
-                      data=data.from_db_value(value, None, connection))
-            for _, _, pk, seq, type_, value, created in found if pk is not None]
-    return run, rows
+        return run, code, False, [], False
+    with_tokens = user is None or may_hold_tokens(user, run)
+    events = _rows_after(run, after, with_tokens)
+    return run, None, with_tokens, events, not events and run.status in ENDED
 
 
 _reads: dict[tuple[Any, ...], asyncio.Future[tuple[list[dict[str, Any]], list[str]]]] = {}
 
 
-async def read_rows(run_id: Any, after: int, root_run_id: str,
+async def read_rows(run: Run, after: int, with_tokens: bool,
                     ) -> tuple[list[dict[str, Any]], list[str]]:
     """The events after ``after`` and their JSON text, read once for every watcher that asks.
 
@@ -139,11 +95,11 @@ async def read_rows(run_id: Any, after: int, root_run_id: str,
     once for the same rows; one query (and one encoding) answers them all,
     instead of one each queued on the single thread database calls share.
     """
-    key = (id(asyncio.get_running_loop()), str(run_id), after)
+    key = (id(asyncio.get_running_loop()), str(run.pk), after, with_tokens)
     pending = _reads.get(key)
     if pending is None:
         async def read() -> tuple[list[dict[str, Any]], list[str]]:
-            events = await database_sync_to_async(_rows_after)(run_id, after, root_run_id)
+            events = await database_sync_to_async(_rows_after)(run, after, with_tokens)
             return events, [json.dumps(event) for event in events]
 
         pending = _reads[key] = asyncio.ensure_future(read())
@@ -153,6 +109,7 @@ async def read_rows(run_id: Any, after: int, root_run_id: str,
 
 class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     run: Run | None = None
+    with_tokens = False
     last_seq = 0
     closed = False
     rang = False  # a doorbell arrived since the poller last looked
@@ -186,7 +143,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         # read picks it up; every later one rings. A refused socket leaves the group
         # again when it disconnects.
         self.group = group_name(run_uuid)
-        _, (self.run, code, events, ended) = await asyncio.gather(
+        _, (self.run, code, self.with_tokens, events, ended) = await asyncio.gather(
             self.join(), database_sync_to_async(_open)(run_uuid, user, self.last_seq))
         if code is not None:
             await self.refuse(code)
@@ -224,8 +181,8 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     async def pump(self) -> None:
         """Send everything the database holds after ``last_seq``."""
         async with self.lock:
-            while not self.closed:
-                events, texts = await read_rows(self.run.pk, self.last_seq, self.run.root_run_id)
+            while not self.closed and self.run is not None:
+                events, texts = await read_rows(self.run, self.last_seq, self.with_tokens)
                 await self.send_events(events, texts)
                 if len(events) < BATCH:
                     return
@@ -247,7 +204,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             try:
                 await self.pump()
             except Exception:  # a database hiccup must not end the fallback: look again later
-                log.warning("polling run %s failed", self.run.pk, exc_info=True)
+                log.warning("polling %s failed", self.group, exc_info=True)
             if self.last_seq == before:
                 interval = min(interval * 2, MAX_POLL_INTERVAL)
                 continue

@@ -18,14 +18,15 @@ Every refusal in 1–4 leaves the pause row as it was.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing, suppress
-from typing import Any
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 
-from . import pauses
-from .events import TurnFailed, next_seq
+from . import pauses, runs
+from .agents.base import Agent
+from .events import TurnFailed, aring
 from .exceptions import (
     InteractionConfigurationError,
     LineageRefused,
@@ -34,9 +35,10 @@ from .exceptions import (
     ScopeUnknown,
 )
 from .models import AnsweredVia, Pause, Run
-from .runner import LeaseLost, claim_run, finish, stream_turn, worker_name
+from .runs import LeaseLost
 from .scopes import scope_key
 from .tokens import PauseClaims, scope_hash_matches, verify_token
+from .turns import stream_turn, worker_name
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -45,6 +47,19 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
         return await fn(*args)
     result = await sync_to_async(fn)(*args)
     return await result if inspect.isawaitable(result) else result
+
+
+class HumanInteractionCapability(Protocol):
+    """What ``HumanContinuationService`` needs of a host (rule C1): both are checked."""
+
+    def decode_token(self, token: str) -> PauseClaims:
+        """Authenticate a token (signature, then expiry) and return its claims."""
+        ...
+
+    def resume(self, claims: PauseClaims, answer: Any, *, dispatch: bool = True,
+               actor: Any = None, via: str = AnsweredVia.TOKEN) -> pauses.Resolution:
+        """Spend the pause the claims name: the single-use claim."""
+        ...
 
 
 class DjangoHumanInteraction:
@@ -93,9 +108,9 @@ class HumanContinuationService:
     def __init__(
         self,
         *,
-        capability: Any,
+        capability: HumanInteractionCapability,
         scope_for_claims: Callable[[PauseClaims], Any],
-        agent_for: Callable[[Any], Awaitable[Any]],
+        agent_for: Callable[[Any], Awaitable[Agent]],
     ) -> None:
         if not callable(getattr(capability, "resume", None)):
             raise TypeError(
@@ -150,7 +165,7 @@ class HumanContinuationService:
         admission: Callable[[Any, Any], Any] | None = None,
         owner_guard: Callable[[Any, str, str, bool], Awaitable[None]] | None = None,
         on_claimed: Callable[[], None] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Redeem once, then stream the recovered turn's typed events.
 
         ``on_claimed`` is called synchronously once this call has won the
@@ -166,7 +181,7 @@ class HumanContinuationService:
         if resolution.continuation is None:
             return
         worker = worker_name()
-        run = await sync_to_async(claim_run)(resolution.continuation.pk, worker)
+        run = await sync_to_async(runs.claim)(resolution.continuation.pk, worker)
         if run is None:
             return
         try:
@@ -174,10 +189,11 @@ class HumanContinuationService:
         except Exception as exc:
             # The token is spent and the run is ours: end it failed now, with its
             # turn.failed event, rather than leave it running until its lease lapses.
+            seq = run.started_event.seq + 1  # type: ignore[attr-defined]
             with suppress(LeaseLost):
-                seq = await sync_to_async(next_seq)(run.pk)
-                await sync_to_async(finish)(run.pk, worker, seq, TurnFailed(
+                await sync_to_async(runs.end)(run, run.epoch, seq, TurnFailed(
                     code="agent_error", message=f"agent lookup failed: {type(exc).__name__}"))
+                await aring(run.pk, seq)
             raise
         source = stream_turn(
             run, worker=worker, agent=agent, scope=resolved,
@@ -192,11 +208,12 @@ class HumanContinuationService:
 class HostContinuationFactory:
     """Bind host-owned agent lookup after a deployment has composed its ports."""
 
-    def __init__(self, capability: Any, scope_for_claims: Callable[[PauseClaims], Any]) -> None:
+    def __init__(self, capability: HumanInteractionCapability,
+                 scope_for_claims: Callable[[PauseClaims], Any]) -> None:
         self._capability = capability
         self._scope_for_claims = scope_for_claims
 
-    def bind(self, agent_for: Callable[[Any], Awaitable[Any]]) -> HumanContinuationService:
+    def bind(self, agent_for: Callable[[Any], Awaitable[Agent]]) -> HumanContinuationService:
         return HumanContinuationService(
             capability=self._capability, scope_for_claims=self._scope_for_claims,
             agent_for=agent_for,
@@ -206,7 +223,7 @@ class HostContinuationFactory:
 
 
 def human_continuation(
-    *, capability: Any, scope_for_claims: Callable[[PauseClaims], Any]
+    *, capability: HumanInteractionCapability, scope_for_claims: Callable[[PauseClaims], Any]
 ) -> HostContinuationFactory:
     """Create the factory a host binds its agent lookup to.
 

@@ -1,8 +1,10 @@
 """Typed turn events, their JSON form, and publishing (persist, then announce).
 
-The database is the stream; the channel layer is the doorbell. ``persist``
-commits a ``TurnEvent`` with the next ``seq``; ``ring`` then tells the run's
-group that something new is there. A lost doorbell costs latency, never data.
+The database is the stream; the channel layer is the doorbell. ``append``
+stores a ``TurnEvent`` with its ``seq``; once committed, ``ring`` tells the
+run's group that something new is there. A lost doorbell costs latency, never
+data. Events carry no credentials: whether a watcher gets a pause token with
+``pause.requested`` is decided by the surface that delivers it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import logging
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from django.db import connection, transaction
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.db.models import Max
 from django.utils import timezone
 
@@ -120,29 +123,14 @@ TERMINAL_TYPES = frozenset(t for t, cls in EVENT_TYPES.items() if cls.terminal)
 
 
 def next_seq(run_id: Any) -> int:
-    return (TurnEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+    """The ``seq`` the run's next event takes (1 for a run with none)."""
+    return int(TurnEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
 
 
-#: On PostgreSQL an event is one raw INSERT: a turn persists every event it streams,
-#: and the ORM's per-row cost (model save, signals, SQL compilation) was most of it.
-PG_INSERT = (f"INSERT INTO {TurnEvent._meta.db_table} (run_id, seq, type, data, created_at) "
-             "VALUES (%s, %s, %s, %s, %s) RETURNING id")
-
-
-def persist(run_id: Any, seq: int, event: Event) -> TurnEvent:
-    """Insert one event. ``(run, seq)`` is unique: a second writer fails loudly."""
-    row = TurnEvent(run_id=run_id, seq=seq, type=event.type, data=event.data(),
-                    created_at=timezone.now())
-    if connection.vendor != "postgresql":
-        row.save(force_insert=True)
-        return row
-    run = TurnEvent._meta.get_field("run").get_db_prep_save(row.run_id, connection)
-    data = connection.ops.adapt_json_value(row.data, None)
-    with connection.cursor() as cursor:
-        cursor.execute(PG_INSERT, [run, seq, row.type, data, row.created_at])
-        row.pk = cursor.fetchone()[0]
-    row._state.adding, row._state.db = False, connection.alias
-    return row
+def append(run_id: Any, seq: int, event: Event) -> TurnEvent:
+    """Store one event as ``seq``. ``(run, seq)`` is unique: a second writer fails loudly."""
+    return TurnEvent.objects.create(run_id=run_id, seq=seq, type=event.type, data=event.data(),
+                                    created_at=timezone.now())
 
 
 async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) -> None:
@@ -151,8 +139,6 @@ async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) ->
     ``message`` is the event's wire form, so a watcher that is exactly one
     behind can send it without a query; any gap is filled from the database.
     """
-    from channels.layers import get_channel_layer
-
     layer = get_channel_layer()
     if layer is None:
         return
@@ -165,16 +151,8 @@ async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) ->
 
 
 def ring(run_id: Any, seq: int) -> None:
-    from asgiref.sync import async_to_sync
-
+    """``aring`` from sync code (after a commit, outside a turn's event loop)."""
     async_to_sync(aring)(run_id, seq)
-
-
-def publish(run_id: Any, event: Event, seq: int | None = None) -> TurnEvent:
-    """Sync publish: persist now, ring the doorbell once the transaction commits."""
-    row = persist(run_id, seq if seq is not None else next_seq(run_id), event)
-    transaction.on_commit(lambda: ring(run_id, row.seq))
-    return row
 
 
 def wire(row: TurnEvent, root_run_id: str) -> dict[str, Any]:
@@ -182,19 +160,3 @@ def wire(row: TurnEvent, root_run_id: str) -> dict[str, Any]:
     ts = row.created_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return {"seq": row.seq, "type": row.type, "run_id": str(row.run_id),
             "root_run_id": root_run_id, "ts": ts, "data": row.data}
-
-
-def wire_rows(rows: list[TurnEvent], root_run_id: str) -> list[dict[str, Any]]:
-    """Stored events in wire form; ``pause.requested`` gets a freshly minted token."""
-    from .models import Pause
-    from .pauses import token_for
-
-    pause_ids = [r.data.get("pause_id") for r in rows if r.type == PauseRequested.type]
-    pauses = {str(p.pk): p for p in Pause.objects.filter(pk__in=pause_ids)} if pause_ids else {}
-    out = []
-    for row in rows:
-        message = wire(row, root_run_id)
-        if row.type == PauseRequested.type and row.data.get("pause_id") in pauses:
-            message["data"] = {**row.data, "token": token_for(pauses[row.data["pause_id"]])}
-        out.append(message)
-    return out

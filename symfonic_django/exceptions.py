@@ -111,3 +111,11 @@ class PauseExpired(SymfonicError):
     code = "expired"
     status = 410
     default_detail = "This pause has expired."
+
+
+class RunNotRetryable(SymfonicError):
+    """Only a failed run can be sent back to the queue."""
+
+    code = "not_retryable"
+    status = 409
+    default_detail = "Only a failed run can be retried."

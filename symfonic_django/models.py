@@ -1,18 +1,22 @@
 """Runs, pauses, their events and the audit trail.
 
-Statuses are written only by ``pauses.py`` (pause transitions and the
-continuation they create) and ``runner.py`` (run claims, leases, terminal
-states). Everything else reads.
+Statuses are written only by the two state machines: ``runs.py`` (every run
+status, including the continuation a settled pause asks it for) and
+``pauses.py`` (every pause status). Everything else reads.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from .conf import ALL_SCOPES
 
 
 class RunStatus(models.TextChoices):
@@ -44,13 +48,15 @@ class AnsweredVia(models.TextChoices):
 
 
 class RunQuerySet(models.QuerySet["Run"]):
-    def in_scopes(self, keys: object) -> RunQuerySet:
-        from .scopes import ALL_SCOPES
-
+    def in_scopes(self, keys: Iterable[str]) -> RunQuerySet:
         return self if keys == ALL_SCOPES else self.filter(scope_key__in=keys)
 
-    def lease_lapsed(self, now=None) -> RunQuerySet:
+    def lease_lapsed(self, now: datetime | None = None) -> RunQuerySet:
         return self.filter(status=RunStatus.RUNNING, lease_until__lt=now or timezone.now())
+
+    def send_overdue(self, now: datetime | None = None) -> RunQuerySet:
+        """Queued runs whose message should have been claimed by now (it was lost)."""
+        return self.filter(status=RunStatus.QUEUED, resend_after__lte=now or timezone.now())
 
 
 class Run(models.Model):
@@ -72,9 +78,17 @@ class Run(models.Model):
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
+    #: How many times the run was queued: 1, plus one per operator retry.
+    attempts = models.PositiveIntegerField(default=1)
+    #: The fencing token: each claim increments it, and a worker's writes name it.
+    epoch = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
+    #: When its message was last sent to the workers, how often, and when a queued run
+    #: that nobody claimed counts as lost and is sent again (with backoff).
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveIntegerField(default=0)
+    resend_after = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -90,7 +104,10 @@ class Run(models.Model):
                 condition=Q(status="running"),
             ),
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
+            models.Index(fields=["resend_after"], name="symfonic_run_resend_idx",
+                         condition=Q(status="queued")),
         ]
+        permissions = [("retry_run", "Can retry failed runs")]
 
     def __str__(self) -> str:
         return f"{self.agent} run {self.id} ({self.status})"
@@ -99,24 +116,15 @@ class Run(models.Model):
     def root_run_id(self) -> str:
         return str(self.root_id or self.id)
 
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.PAUSED)
-
 
 class PauseQuerySet(models.QuerySet["Pause"]):
     def pending(self) -> PauseQuerySet:
         return self.filter(status=PauseStatus.PENDING)
 
-    def in_scopes(self, keys: object) -> PauseQuerySet:
-        from .scopes import ALL_SCOPES
-
+    def in_scopes(self, keys: Iterable[str]) -> PauseQuerySet:
         return self if keys == ALL_SCOPES else self.filter(scope_key__in=keys)
 
-    def pending_for(self, scope_key: str) -> PauseQuerySet:
-        return self.pending().filter(scope_key=scope_key).order_by("created_at")
-
-    def due(self, now=None) -> PauseQuerySet:
+    def due(self, now: datetime | None = None) -> PauseQuerySet:
         return self.pending().filter(expires_at__lte=now or timezone.now())
 
 
@@ -237,6 +245,29 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_label or 'system'} {self.action} {self.pause_id}"
+
+
+class RunRetry(models.Model):
+    """Append-only audit: an operator sent a failed run back to the queue."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="retries")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )
+    actor_label = models.CharField(max_length=200, blank=True, default="")
+    via = models.CharField(max_length=16, choices=AnsweredVia.choices)
+    #: The run's ``attempts`` after the retry, and the error it had before.
+    attempt = models.PositiveIntegerField()
+    previous_error = models.JSONField(null=True, blank=True)
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.actor_label or 'system'} retried {self.run_id} (attempt {self.attempt})"
 
 
 class IdempotentResponse(models.Model):

@@ -1,12 +1,18 @@
-"""The pause state machine, in one place.
+"""The pause state machine, in one place: every write of ``Pause.status`` happens here.
 
-Every pause transition — answer, approve, reject, respond, expire, cancel —
-and the continuation run it may create happens here, in one short
-``transaction.atomic()`` that locks the paused run's row, then the pause's.
-A pause leaves ``pending`` once, through a conditional UPDATE that is the
-single-use claim on every backend (row locks serialize siblings on
-PostgreSQL; SQLite serializes writers itself). A refusal raises before any
-write. Async callers use the ``a*`` wrappers.
+::
+
+    pending --answer / approve / reject / respond--> answered
+    pending --expires_at passed-->                   expired
+    pending --cancel (or a sibling died)-->          cancelled
+
+A pause leaves ``pending`` once, in one short ``transaction.atomic()`` that
+locks the paused run's row, then the pause's, through a conditional UPDATE
+that is the single-use claim on every backend (row locks serialize siblings
+on PostgreSQL; SQLite serializes writers itself). Expiry and answers race
+through that same guard. A refusal raises before any write. When the last
+pending pause of a paused run leaves ``pending``, ``settle`` asks the run
+state machine (``runs``) to queue the continuation, or to fail the run.
 """
 
 from __future__ import annotations
@@ -18,16 +24,14 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import hitl
-from .binding import PauseBinding, current_run_binding
-from .conf import settings
+from . import hitl, runs, signals
+from .binding import PauseBinding
+from .conf import ALL_SCOPES, settings
 from .exceptions import (
     AlreadyAnswered,
-    InteractionConfigurationError,
     InvalidAnswer,
     InvalidRequest,
     NotFound,
@@ -36,11 +40,26 @@ from .exceptions import (
     PayloadTooLarge,
 )
 from .models import AnsweredVia, Decision, Pause, PauseKind, PauseStatus, Run, RunStatus
-from .scopes import ALL_SCOPES, scope_key
+from .scopes import scope_key
 from .tokens import PauseClaims, mint_token, pin_hash, scope_hash
 
 #: What an expired pause answers with when ``ON_EXPIRE`` is ``"resume"``.
 TIMEOUT_ANSWER = {"timeout": True}
+
+PENDING = PauseStatus.PENDING
+#: The allowed edges: a pause leaves ``pending`` once, for one of these, and never returns.
+EDGES: dict[str, tuple[str, str]] = {
+    "answer": (PENDING, PauseStatus.ANSWERED),
+    "expire": (PENDING, PauseStatus.EXPIRED),
+    "cancel": (PENDING, PauseStatus.CANCELLED),
+}
+
+
+def _leave(pause_id: Any, edge: str, **changes: Any) -> bool:
+    """Take ``edge`` if the pause is still pending; the one place a pause status is written."""
+    source, target = EDGES[edge]
+    return bool(Pause.objects.filter(pk=pause_id, status=source).update(status=target,
+                                                                        **changes))
 
 
 @dataclass(frozen=True)
@@ -105,6 +124,7 @@ def create_pause(
     try:
         with transaction.atomic():
             pause.save(force_insert=True)
+            signals.send_on_commit(signals.pause_requested, Pause, pause=pause)
     except IntegrityError:
         # A concurrent re-execution of the same step created it first.
         existing = Pause.objects.filter(root_run_id=pause.root_run_id,
@@ -113,35 +133,6 @@ def create_pause(
             raise
         return existing, False
     return pause, True
-
-
-async def request_pause(
-    *, kind: str, prompt: Any, answer_schema: Any = None, ttl: float | timedelta | None = None,
-    idempotency_key: str | None = None, binding: Any = None,
-) -> Pause:
-    """Pause the running turn for a person; returns the pause with ``.token`` set.
-
-    Call it inside an agent turn. ``binding`` is a zero-argument callable
-    returning a ``PauseBinding`` (default: ``current_run_binding()``); it is
-    invoked here, while the turn runs. Re-running a step with the same
-    ``idempotency_key`` returns the same pause (answered or not).
-    """
-    from .runner import current_turn
-
-    turn = current_turn()
-    bound = (binding or current_run_binding)()
-    if not isinstance(bound, PauseBinding):
-        raise InteractionConfigurationError(
-            f"the binding callable must return a PauseBinding, got {type(bound).__name__}"
-        )
-    pause, created = await sync_to_async(create_pause)(
-        run=turn.run, binding=bound, kind=kind, prompt=prompt, answer_schema=answer_schema,
-        ttl=ttl, idempotency_key=idempotency_key,
-    )
-    pause.token = token_for(pause)  # type: ignore[attr-defined]
-    if created:
-        await turn.pause_requested(pause)
-    return pause
 
 
 # --- answering --------------------------------------------------------------
@@ -192,7 +183,7 @@ def _lookup(pause_id: Any, visible: Any) -> Pause:
 
 
 def _leave_pending(
-    pause_id: Any, *, status: str, answer: Any, action: str, actor: Any, via: str,
+    pause_id: Any, *, edge: str, answer: Any, action: str, actor: Any, via: str,
     comment: str = "", visible: Any = ALL_SCOPES, validate: bool = True,
     dispatch: bool = True, now: datetime | None = None,
 ) -> Resolution:
@@ -201,30 +192,35 @@ def _leave_pending(
     if validate:
         answer = validate_answer(pause, answer)
     now = now or timezone.now()
+    status = EDGES[edge][1]
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=pause.run_id)
         pause = (Pause.objects.select_for_update(of=("self",)).select_related("answered_by")
                  .get(pk=pause.pk))
-        if pause.status != PauseStatus.PENDING or (
-            status != PauseStatus.EXPIRED and pause.expires_at <= now
-        ):
+        if pause.status != PENDING or (edge != "expire" and pause.expires_at <= now):
             _refuse_closed(pause, now)
         user = actor if getattr(actor, "pk", None) is not None else None
-        won = Pause.objects.filter(pk=pause.pk, status=PauseStatus.PENDING).update(
-            status=status, answer=answer, answered_by=user, answered_via=via,
-            answered_at=now, updated_at=now,
-        )
+        won = _leave(pause.pk, edge, answer=answer, answered_by=user, answered_via=via,
+                     answered_at=now, updated_at=now)
         if not won:  # SQLite has no row locks: the conditional UPDATE is the claim
             raise AlreadyAnswered()
-        Decision.objects.create(pause=pause, actor=user, actor_label=_label(actor) or via,
-                                via=via, action=action, answer=answer, comment=comment,
-                                created_at=now)
+        decision = Decision.objects.create(
+            pause=pause, actor=user, actor_label=_label(actor) or via, via=via, action=action,
+            answer=answer, comment=comment, created_at=now)
+        # The row as this transaction leaves it, without reading it back.
+        pause.status, pause.answer, pause.answered_via = status, answer, via
+        pause.answered_by, pause.answered_at, pause.updated_at = user, now, now
         continuation = settle(run, dispatch=dispatch, now=now)
-    # The row as this transaction left it, without reading it back: once committed, the
-    # continuation is already on its way to a worker, and the caller is waiting to watch it.
-    pause.status, pause.answer, pause.answered_via = status, answer, via
-    pause.answered_by, pause.answered_at, pause.updated_at = user, now, now
-    pause.continuation = continuation
+        pause.continuation = continuation
+        if edge == "answer":
+            signals.send_on_commit(signals.pause_answered, Pause, pause=pause,
+                                   decision=decision, continuation=continuation)
+        elif edge == "expire":
+            signals.send_on_commit(signals.pause_expired, Pause, pause=pause,
+                                   continuation=continuation)
+        else:
+            signals.send_on_commit(signals.pause_cancelled, Pause, pause=pause,
+                                   decision=decision)
     return Resolution(pause=pause, continuation=continuation)
 
 
@@ -232,11 +228,11 @@ def answer_pause(pause_id: Any, answer: Any, *, actor: Any = None, via: str = An
                  visible: Any = ALL_SCOPES, dispatch: bool = True, comment: str = "") -> Resolution:
     """Answer a pause with a ``HITLResponse`` (approvals) or its schema's value (questions)."""
     pause = _lookup(pause_id, visible)
-    action = Decision.Action.ANSWER
+    action: str = Decision.Action.ANSWER
     if pause.kind == PauseKind.APPROVAL and isinstance(answer, dict):
         types = {d.get("type") for d in answer.get("decisions") or [] if isinstance(d, dict)}
         action = next((a for a in ("edit", "reject", "respond") if a in types), "approve")
-    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer=answer, action=action,
+    return _leave_pending(pause_id, edge="answer", answer=answer, action=action,
                           actor=actor, via=via, visible=visible, dispatch=dispatch,
                           comment=comment)
 
@@ -261,7 +257,7 @@ def approve(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
                       "edited_action": {"name": requests[0]["name"], "args": edited_args}}]
     else:
         decisions = [{"type": "approve"} for _ in requests]
-    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer={"decisions": decisions},
+    return _leave_pending(pause_id, edge="answer", answer={"decisions": decisions},
                           action="edit" if edited_args is not None else "approve", actor=actor,
                           via=via, comment=comment, visible=visible)
 
@@ -272,7 +268,7 @@ def reject(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
     pause = _approval(pause_id, visible)
     decision = {"type": "reject", **({"message": comment} if comment else {})}
     answer = {"decisions": [dict(decision) for _ in pause.prompt["action_requests"]]}
-    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer=answer, action="reject",
+    return _leave_pending(pause_id, edge="answer", answer=answer, action="reject",
                           actor=actor, via=via, comment=comment, visible=visible)
 
 
@@ -282,7 +278,7 @@ def respond(pause_id: Any, message: str, *, actor: Any = None, via: str = Answer
     pause = _approval(pause_id, visible)
     answer = {"decisions": [{"type": "respond", "message": message}
                             for _ in pause.prompt["action_requests"]]}
-    return _leave_pending(pause_id, status=PauseStatus.ANSWERED, answer=answer,
+    return _leave_pending(pause_id, edge="answer", answer=answer,
                           action="respond", actor=actor, via=via, comment=message,
                           visible=visible)
 
@@ -290,7 +286,7 @@ def respond(pause_id: Any, message: str, *, actor: Any = None, via: str = Answer
 def cancel(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
            comment: str = "") -> Resolution:
     """Cancel a pending pause; the paused run fails (its siblings are cancelled too)."""
-    return _leave_pending(pause_id, status=PauseStatus.CANCELLED, answer=None, action="cancel",
+    return _leave_pending(pause_id, edge="cancel", answer=None, action="cancel",
                           actor=actor, via=via, comment=comment, validate=False)
 
 
@@ -305,7 +301,7 @@ def expire(pause_id: Any, *, now: datetime | None = None) -> Resolution | None:
         return None
     answer = TIMEOUT_ANSWER if settings.ON_EXPIRE == "resume" else None
     try:
-        return _leave_pending(pause_id, status=PauseStatus.EXPIRED, answer=answer,
+        return _leave_pending(pause_id, edge="expire", answer=answer,
                               action="expire", actor=None, via=AnsweredVia.SYSTEM,
                               validate=False, now=now)
     except (AlreadyAnswered, PauseExpired):
@@ -332,51 +328,37 @@ def settle(run: Run, *, dispatch: bool = True, now: datetime | None = None) -> R
 
     A cancelled pause (or one expired with ``ON_EXPIRE="fail"``) fails the run
     and cancels its still-pending siblings. Once no pause is pending, the
-    continuation run is created (once) and, if ``dispatch``, sent to a worker
+    continuation run is queued (once) and, if ``dispatch``, sent to a worker
     when the transaction commits. Returns the continuation, if there is one.
     """
     if run.status != RunStatus.PAUSED:
-        return None  # still running: the runner settles when the turn ends
+        return None  # still running: the turn settles itself when it ends
     now = now or timezone.now()
     pauses = list(Pause.objects.select_for_update().filter(run=run).order_by("created_at"))
-    if any(_is_dead(p) for p in pauses):
+    dead = next((p for p in pauses if _is_dead(p)), None)
+    if dead is not None:
         for sibling in pauses:
-            if sibling.status == PauseStatus.PENDING:
-                Pause.objects.filter(pk=sibling.pk).update(
-                    status=PauseStatus.CANCELLED, answered_via=AnsweredVia.SYSTEM,
-                    answered_at=now, updated_at=now)
-                Decision.objects.create(pause=sibling, via=AnsweredVia.SYSTEM,
-                                        action=Decision.Action.CANCEL, actor_label="system",
-                                        comment="a sibling pause was cancelled or expired",
-                                        created_at=now)
-        dead = next(p for p in pauses if _is_dead(p))
+            if sibling.status == PENDING and _leave(
+                    sibling.pk, "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
+                    updated_at=now):
+                sibling.status = PauseStatus.CANCELLED
+                decision = Decision.objects.create(
+                    pause=sibling, via=AnsweredVia.SYSTEM, action=Decision.Action.CANCEL,
+                    actor_label="system", comment="a sibling pause was cancelled or expired",
+                    created_at=now)
+                signals.send_on_commit(signals.pause_cancelled, Pause, pause=sibling,
+                                       decision=decision)
         code = "pause_cancelled" if dead.status == PauseStatus.CANCELLED else "pause_expired"
-        Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.FAILED, finished_at=now, updated_at=now,
-            error={"code": code, "message": f"pause {dead.pk} was {dead.status}"})
+        runs.abandon(run, code=code, message=f"pause {dead.pk} was {dead.status}", now=now)
         return None
-    if any(p.status == PauseStatus.PENDING for p in pauses):
+    if any(p.status == PENDING for p in pauses):
         return None
     existing = next((p.continuation for p in pauses if p.continuation_id), None)
     if existing is not None:
         return existing
     last = max(pauses, key=lambda p: p.answered_at or now)
-    continuation = Run.objects.create(
-        root_id=run.root_id or run.id, parent=run, resumed_from=last, agent=run.agent,
-        scope_key=run.scope_key, session_id=run.session_id, thread_id=run.thread_id,
-        input={"answers": {str(p.pk): p.answer for p in pauses}},
-    )
+    continuation = runs.queue_continuation(
+        run, resumed_from=last, answers={str(p.pk): p.answer for p in pauses},
+        dispatch=dispatch, now=now)
     Pause.objects.filter(run=run).update(continuation=continuation)
-    if dispatch:
-        from .tasks import send_on_commit
-
-        send_on_commit(continuation.pk, continuation=True)
     return continuation
-
-
-aanswer_pause = sync_to_async(answer_pause)
-aapprove = sync_to_async(approve)
-areject = sync_to_async(reject)
-arespond = sync_to_async(respond)
-acancel = sync_to_async(cancel)
-aexpire = sync_to_async(expire)

@@ -12,10 +12,15 @@ import copy
 import time
 from typing import Any
 
+from django.core.signals import setting_changed
+
+from .conf import ALL_SCOPES, SETTING_NAME, settings
+from .exceptions import ScopeMismatch
+from .models import Pause
 from .tokens import PauseClaims, scope_hash_matches
 
-#: Returned by a ``REVIEWER_SCOPES`` callable for a user who may see every scope.
-ALL_SCOPES = "__all__"
+__all__ = ["ALL_SCOPES", "ANSWER_PERMISSION", "load_scope", "may_answer", "load_scope_for_turn", "may_review",
+           "reviewer_scope_keys", "scope_for_claims", "scope_key"]
 
 
 def default_scope_key(scope: Any) -> str:
@@ -39,14 +44,10 @@ def default_scope_loader(key: str) -> Any:
 
 
 def scope_key(scope: Any) -> str:
-    from .conf import settings
-
-    return settings.SCOPE_KEY(scope)
+    return str(settings.SCOPE_KEY(scope))
 
 
 def load_scope(key: str) -> Any:
-    from .conf import settings
-
     return settings.SCOPE_LOADER(key)
 
 
@@ -67,8 +68,6 @@ def load_scope_for_turn(key: str) -> Any:
     A key the loader does not know (``None``) is never kept. Only turns read
     this cache: token and API scope checks always load afresh.
     """
-    from .conf import settings
-
     seconds = settings.SCOPE_CACHE_SECONDS
     if not seconds:
         return load_scope(key)
@@ -89,6 +88,14 @@ def clear_scope_cache() -> None:
     _turn_scopes.clear()
 
 
+def _forget_on_settings_change(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING_NAME:
+        clear_scope_cache()
+
+
+setting_changed.connect(_forget_on_settings_change)
+
+
 def scope_for_claims(claims: PauseClaims) -> Any:
     """Load the scope of the pause the (already verified) claims name.
 
@@ -97,9 +104,6 @@ def scope_for_claims(claims: PauseClaims) -> Any:
     does not hash to the claims' ``scope_hash``: the scope is known, but it is
     not the one the token was minted for.
     """
-    from .exceptions import ScopeMismatch
-    from .models import Pause
-
     key = Pause.objects.filter(pk=claims.jti).values_list("scope_key", flat=True).first()
     if key is None:
         return None
@@ -117,8 +121,6 @@ def superusers_see_all(user: Any) -> Any:
 
 def reviewer_scope_keys(user: Any) -> Any:
     """``ALL_SCOPES`` or a frozenset of the scope keys ``user`` may review."""
-    from .conf import settings
-
     if user is None or not getattr(user, "is_authenticated", False):
         return frozenset()
     granted = settings.REVIEWER_SCOPES(user)
@@ -130,3 +132,15 @@ def reviewer_scope_keys(user: Any) -> Any:
 def may_review(user: Any, key: str) -> bool:
     granted = reviewer_scope_keys(user)
     return granted == ALL_SCOPES or key in granted
+
+
+#: The permission that lets a reviewer answer the pauses of the scopes they see.
+ANSWER_PERMISSION = "symfonic_django.answer_pause"
+
+
+def may_answer(user: Any, key: str | None = None) -> bool:
+    """Whether ``user`` may answer pauses (of scope ``key``, when given)."""
+    if not (user is not None and getattr(user, "is_authenticated", False)
+            and user.has_perm(ANSWER_PERMISSION)):
+        return False
+    return key is None or may_review(user, key)

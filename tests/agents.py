@@ -8,10 +8,11 @@ import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 
-from symfonic_django import request_pause
+from symfonic_django import afenced, request_pause, runs
 from symfonic_django.binding import PauseBinding
-from symfonic_django.events import MessageDelta, TurnCompleted
+from symfonic_django.events import MessageDelta, ToolCompleted, ToolStarted, TurnCompleted
 
 APPROVE_PROMPT = {
     "action_requests": [{"name": "ship", "args": {"qty": 1}}],
@@ -136,6 +137,38 @@ class StreamAgent(EchoAgent):
         yield TurnCompleted(output={"streamed": n})
 
 
+class FencedAgent(EchoAgent):
+    """Moves money through ``afenced``; ``{"lose_lease": true}`` has the reaper fail it first,
+    ``{"fail_inside": true}`` raises inside the fenced block after the effect."""
+
+    async def start_typed(self, context: Any, input: Any):
+        input = input or {}
+        yield ToolStarted(tool_call_id="t1", name="refund", args={"amount": 5})
+        if input.get("lose_lease"):
+            await sync_to_async(_lose_lease)(context.run_id)
+        await afenced(_refund, context.run_id, bool(input.get("fail_inside")),
+                      event=lambda result: ToolCompleted(tool_call_id="t1", name="refund",
+                                                         args={"amount": 5}, result=result))
+        yield MessageDelta(text="refunded")
+
+
+def _refund(run_id: str, fail_inside: bool) -> dict[str, Any]:
+    from example_project.shop.models import Refund
+
+    refund = Refund.objects.create(order_id=f"T-{run_id[:8]}", amount=5, run_id=run_id)
+    if fail_inside:
+        raise RuntimeError("the card network refused")
+    return {"refund_id": refund.pk}
+
+
+def _lose_lease(run_id: str) -> None:
+    """What a frozen worker wakes up to: its lease lapsed and the reaper failed the run."""
+    from symfonic_django.models import Run
+
+    Run.objects.filter(pk=run_id).update(lease_until=timezone.now())
+    assert runs.reap_stale_runs() == 1
+
+
 def _run_input(run_id: str) -> Any:
     from symfonic_django.models import Run
 
@@ -149,6 +182,7 @@ def boom_agent(scope: Any) -> BoomAgent: return BoomAgent()
 def slow_agent(scope: Any) -> SlowAgent: return SlowAgent()
 def forged_binding_agent(scope: Any) -> ForgedBindingAgent: return ForgedBindingAgent()
 def noop_agent(scope: Any) -> NoopAgent: return NoopAgent()
+def fenced_agent(scope: Any) -> FencedAgent: return FencedAgent()
 def stream_agent(scope: Any) -> StreamAgent: return StreamAgent()
 def where_agent(scope: Any) -> WhereAgent: return WhereAgent()
 def scope_agent(scope: Any) -> ScopeAgent: return ScopeAgent(scope)

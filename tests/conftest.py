@@ -10,7 +10,8 @@ import pytest
 from django.conf import settings
 
 from symfonic_django.models import Pause, Run
-from symfonic_django.runner import execute_run, start_run
+from symfonic_django.runs import start_run
+from symfonic_django.turns import execute_run
 
 IN_CI = bool(os.environ.get("CI"))
 

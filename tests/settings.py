@@ -19,6 +19,7 @@ SYMFONIC = {
         "slow": "tests.agents.slow_agent",
         "forged": "tests.agents.forged_binding_agent",
         "noop": "tests.agents.noop_agent",
+        "fenced": "tests.agents.fenced_agent",
         "stream": "tests.agents.stream_agent",
         "where": "tests.agents.where_agent",
         "scope": "tests.agents.scope_agent",

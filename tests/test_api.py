@@ -33,8 +33,8 @@ from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
 from symfonic_django.models import Decision, IdempotentResponse, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.pauses import claims_for, token_for
-from symfonic_django.runner import execute_run
 from symfonic_django.tokens import mint_token, scope_hash, verify_watch_ticket
+from symfonic_django.turns import execute_run
 
 from .agents import APPROVE_PROMPT
 from .conftest import paused_run, snapshot

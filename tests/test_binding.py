@@ -24,8 +24,8 @@ from symfonic_django.exceptions import (
 )
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.pauses import token_for
-from symfonic_django.runner import execute_run
 from symfonic_django.tokens import pin_hash, scope_hash, verify_token
+from symfonic_django.turns import execute_run
 
 from .agents import APPROVE_PROMPT, EchoAgent
 from .conftest import paused_run, snapshot

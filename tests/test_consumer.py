@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from symfonic_django import pauses
 from symfonic_django.models import TurnEvent
 from symfonic_django.routing import websocket_urlpatterns
-from symfonic_django.runner import execute_run
 from symfonic_django.tokens import mint_watch_ticket
+from symfonic_django.turns import execute_run
 
 from .conftest import paused_run
 
@@ -90,14 +90,14 @@ def test_unknown_run_gets_4404(tenants):
 
 def test_more_events_than_one_read_replay_in_order_then_close(tenants):
     from symfonic_django.consumers import BATCH
-    from symfonic_django.events import MessageDelta, TurnCompleted, persist
+    from symfonic_django.events import MessageDelta, TurnCompleted, append
 
     _, pause = paused_run()
     cont = pauses.approve(pause.pk).continuation  # queued: no events of its own yet
     TurnEvent.objects.bulk_create([TurnEvent(run=cont, seq=i, type=MessageDelta.type,
                                              data={"text": f"{i} "})
                                    for i in range(1, BATCH + 30)])
-    persist(cont.pk, BATCH + 30, TurnCompleted(output="done"))
+    append(cont.pk, BATCH + 30, TurnCompleted(output="done"))
     events, code = watch(cont.pk, query=f"?ticket={mint_watch_ticket(str(cont.pk))}")
     assert [e["seq"] for e in events] == list(range(1, BATCH + 31)) and code == 1000
     assert events[-1]["type"] == "turn.completed"

@@ -20,7 +20,8 @@ from symfonic_django import pauses
 from symfonic_django.events import TurnCompleted
 from symfonic_django.exceptions import PauseExpired
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus, TurnEvent
-from symfonic_django.runner import LeaseLost, claim_run, execute_run, finish, reap_stale_runs
+from symfonic_django.runs import LeaseLost, claim, end, reap_stale_runs, start_run
+from symfonic_django.turns import execute_run
 
 from .conftest import paused_run, snapshot
 
@@ -144,10 +145,8 @@ def test_symfonic_expire_command_expires_due_pauses(tenants):
 
 def lapsed_running_run(worker: str = "worker-that-died") -> Run:
     """A turn claimed by a worker that then stopped renewing its lease."""
-    from symfonic_django.runner import start_run
-
     run = start_run("noop", {}, scope="acme", dispatch=False)
-    assert claim_run(run.pk, worker) is not None
+    assert claim(run.pk, worker) is not None
     Run.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
     return run
 
@@ -172,7 +171,7 @@ def test_a_reaped_run_is_never_silently_rerun_or_finished_by_its_old_worker(tena
     reap_stale_runs()
     assert execute_run(run.pk) == "skipped"
     with pytest.raises(LeaseLost):
-        finish(run.pk, "worker-that-died", 99, TurnCompleted(output="too late"))
+        end(run, 1, 99, TurnCompleted(output="too late"))
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.attempts == 1
     assert list(TurnEvent.objects.filter(run=run).order_by("seq").values_list(
@@ -183,6 +182,6 @@ def test_symfonic_reap_command_reaps_lapsed_runs(tenants):
     run = lapsed_running_run()
     out = io.StringIO()
     call_command("symfonic_reap", stdout=out)
-    assert out.getvalue().splitlines() == ["reaped 1 run(s)", "requeued 0 run(s)"]
+    assert out.getvalue().splitlines() == ["reaped 1 run(s)", "sent again 0 overdue run(s)"]
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.error["code"] == "lease_expired"

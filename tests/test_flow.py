@@ -7,7 +7,7 @@ import pytest
 from symfonic_django import pauses
 from symfonic_django.exceptions import AlreadyAnswered, InvalidAnswer
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus, TurnEvent
-from symfonic_django.runner import execute_run
+from symfonic_django.turns import execute_run
 
 from .conftest import paused_run, snapshot
 
@@ -91,7 +91,7 @@ def test_the_resolution_holds_the_pause_as_stored(tenants, django_user_model):
 
 
 def test_agent_error_fails_the_turn_with_an_event(tenants):
-    from symfonic_django.runner import start_run
+    from symfonic_django.runs import start_run
 
     run = start_run("boom", {}, scope="acme", dispatch=False)
     assert execute_run(run.pk) == "failed"

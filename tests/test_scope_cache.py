@@ -14,7 +14,8 @@ from example_project.shop.models import Tenant
 from symfonic_django import scopes
 from symfonic_django.conf import settings as symfonic_settings
 from symfonic_django.models import Run, RunStatus
-from symfonic_django.runner import execute_run, start_run
+from symfonic_django.runs import start_run
+from symfonic_django.turns import execute_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

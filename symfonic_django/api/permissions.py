@@ -11,11 +11,9 @@ from typing import Any
 
 from rest_framework.permissions import BasePermission
 
-ANSWER_PERMISSION = "symfonic_django.answer_pause"
+from ..scopes import ANSWER_PERMISSION, may_answer
 
-
-def may_answer(user: Any) -> bool:
-    return bool(user and user.is_authenticated and user.has_perm(ANSWER_PERMISSION))
+__all__ = ["ANSWER_PERMISSION", "CanAnswerPauses", "may_answer"]
 
 
 class CanAnswerPauses(BasePermission):

@@ -45,7 +45,7 @@ from example_project.shop.management.commands.seed_demo import seed_pause, seed_
 from symfonic_django import pauses
 from symfonic_django.models import Pause, Run
 from symfonic_django.pauses import token_for
-from symfonic_django.runner import execute_run
+from symfonic_django.turns import execute_run
 
 from ..conftest import paused_run
 

@@ -17,7 +17,8 @@ from django.utils import timezone
 from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
-from symfonic_django.runner import execute_run, reap_stale_runs, start_run
+from symfonic_django.runs import reap_stale_runs, start_run
+from symfonic_django.turns import execute_run
 
 from ..conftest import paused_run
 from .conftest import wait_for
@@ -125,9 +126,10 @@ def test_refund_worker_killed_after_its_refund_committed_never_refunds_twice(
         held = Run.objects.get(pk=continuation.pk)
         assert held.status == RunStatus.RUNNING and held.lease_until > timezone.now()
 
-        # Hold the turn right after its refund commits: the next event's insert
-        # needs a key-share lock on the run row.
-        run_gate = Gate(f"SELECT id FROM {Run._meta.db_table} WHERE id = %s FOR UPDATE",
+        # Hold the turn right after its refund commits (fenced, with tool.completed as
+        # seq 3): an uncommitted event with the next seq makes the turn's insert wait.
+        run_gate = Gate(f"INSERT INTO {TurnEvent._meta.db_table} (run_id, seq, type, data, "
+                        "created_at) VALUES (%s, 4, 'gate', '{}', now())",
                         [str(continuation.pk)])
         refund_gate.open()
         wait_for(lambda: Refund.objects.filter(run_id=continuation.pk).exists(), timeout=30,

@@ -1,20 +1,14 @@
-from datetime import timedelta
+from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from symfonic_django.runner import STALLED_AFTER, reap_stale_runs, requeue_stalled_runs
+from symfonic_django.runs import reap_stale_runs, resend_overdue_runs
 
 
 class Command(BaseCommand):
     help = ("Fail running runs whose worker stopped renewing its lease (lease_expired), and "
-            "send again queued runs whose message was lost.")
+            "send again queued runs whose message is overdue (it was lost).")
 
-    def add_arguments(self, parser):
-        parser.add_argument(
-            "--stalled-after", type=float, default=STALLED_AFTER.total_seconds(),
-            help="seconds a run may stay queued before it is sent again (default %(default)s)")
-
-    def handle(self, *args, stalled_after: float, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(f"reaped {reap_stale_runs()} run(s)")
-        requeued = requeue_stalled_runs(older_than=timedelta(seconds=stalled_after))
-        self.stdout.write(f"requeued {requeued} run(s)")
+        self.stdout.write(f"sent again {resend_overdue_runs()} overdue run(s)")

@@ -14,7 +14,7 @@ from example_project.embedded import start_embedded_worker_if_needed, stop_embed
 from example_project.shop.models import Refund, Tenant
 from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
 from symfonic_django.pauses import approve
-from symfonic_django.runner import start_run
+from symfonic_django.runs import start_run
 
 
 def wait_for(predicate, what: str, timeout: float) -> None:

@@ -19,7 +19,8 @@ from rest_framework.authtoken.models import Token
 from example_project.shop.models import Membership, Tenant
 from symfonic_django.models import Pause, PauseStatus
 from symfonic_django.pauses import token_for
-from symfonic_django.runner import execute_run, start_run
+from symfonic_django.runs import start_run
+from symfonic_django.turns import execute_run
 
 USERS = {
     "admin": {"password": "admin-demo-pw", "tenant": None, "superuser": True},

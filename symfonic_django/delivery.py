@@ -1,0 +1,43 @@
+"""What a watcher is sent: stored events in their pinned wire form, tokens only to answerers.
+
+A pause token is a bearer credential for answering (DESIGN sections 6 and 7,
+"Who holds a token"). Events are stored without one; the surface that
+delivers ``pause.requested`` (the websocket, the events API) mints a token
+only for a watcher who may answer the run's pauses: the run's starter,
+through its watch ticket, or a reviewer with the answer permission in the
+run's scope. Everyone else gets the event without ``token``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import events as ev
+from .models import Pause, Run, TurnEvent
+from .pauses import token_for
+from .scopes import may_answer
+
+
+def may_hold_tokens(user: Any, run: Run) -> bool:
+    """Whether ``user``, watching ``run``, is sent the tokens of its pauses."""
+    return may_answer(user, run.scope_key)
+
+
+def wire_events(rows: list[TurnEvent], run: Run, *, with_tokens: bool) -> list[dict[str, Any]]:
+    """``rows`` of ``run`` in wire form; with ``with_tokens``, ``pause.requested`` has one.
+
+    A token is minted only for a pause of the run's own scope (one bound to
+    another scope could not be resumed with it anyway).
+    """
+    out = [ev.wire(row, run.root_run_id) for row in rows]
+    asked = [m for m in out if m["type"] == ev.PauseRequested.type]
+    if not asked or not with_tokens:
+        return out
+    found = Pause.objects.filter(pk__in=[m["data"].get("pause_id") for m in asked],
+                                 scope_key=run.scope_key)
+    pauses = {str(p.pk): p for p in found}
+    for message in asked:
+        pause = pauses.get(message["data"].get("pause_id"))
+        if pause is not None:
+            message["data"] = {**message["data"], "token": token_for(pause)}
+    return out
