@@ -44,7 +44,8 @@ def as_sentence(text: str) -> str:
     return text if text[-1] in ".!?" else text + "."
 
 
-def error_response(code: str, detail: str, status: int, headers: dict[str, str] | None = None):
+def error_response(code: str, detail: str, status: int,
+                   headers: dict[str, str] | None = None) -> Response:
     return Response({"code": code, "detail": as_sentence(detail)}, status=status,
                     headers=headers)
 
@@ -54,9 +55,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return error_response(exc.code, exc.detail, exc.status)
     for cls, status, code in _DRF_CODES:
         if isinstance(exc, cls):
-            headers = {}
-            if isinstance(exc, drf.Throttled) and exc.wait is not None:
-                headers["Retry-After"] = str(int(exc.wait))
+            headers: dict[str, str] = {}
+            # ``Throttled.wait`` is set by DRF's constructor (DRF's own handler reads it the
+            # same way); djangorestframework-stubs do not declare it.
+            wait = getattr(exc, "wait", None)
+            if isinstance(exc, drf.Throttled) and wait is not None:
+                headers["Retry-After"] = str(int(wait))
             auth_header = getattr(exc, "auth_header", None)
             if auth_header:
                 headers["WWW-Authenticate"] = auth_header

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from ..models import Pause, Run
 
 
-class PauseSerializer(serializers.ModelSerializer):
+class PauseSerializer(serializers.ModelSerializer[Pause]):
     run_id = serializers.UUIDField(read_only=True)
     root_run_id = serializers.UUIDField(read_only=True)
     answered_by = serializers.SerializerMethodField()
@@ -27,12 +27,11 @@ class PauseSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_answered_by(self, pause: Pause) -> str | None:
-        if pause.answered_by_id is None:
-            return None
-        return pause.answered_by.get_username()
+        reviewer = pause.answered_by
+        return None if reviewer is None else reviewer.get_username()
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(serializers.ModelSerializer[Run]):
     root_run_id = serializers.CharField(read_only=True)
     parent_run_id = serializers.UUIDField(source="parent_id", read_only=True, allow_null=True)
     resumed_from_pause_id = serializers.UUIDField(source="resumed_from_id", read_only=True,
@@ -49,7 +48,7 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AnswerRequestSerializer(serializers.Serializer):
+class AnswerRequestSerializer(serializers.Serializer[Any]):
     answer = serializers.JSONField(help_text="A HITLResponse for approvals; a value fitting "
                                              "answer_schema for questions.")
 
@@ -59,51 +58,53 @@ class AnswerRequestSerializer(serializers.Serializer):
         return attrs
 
 
-class ApproveRequestSerializer(serializers.Serializer):
+class ApproveRequestSerializer(serializers.Serializer[Any]):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     edited_args = serializers.DictField(required=False, help_text="Only for a one-action pause.")
 
 
-class RejectRequestSerializer(serializers.Serializer):
+class RejectRequestSerializer(serializers.Serializer[Any]):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
-class ResumeRequestSerializer(serializers.Serializer):
+class ResumeRequestSerializer(serializers.Serializer[Any]):
     token = serializers.CharField(max_length=4096)
     answer = serializers.JSONField()
 
 
-class RunCreateRequestSerializer(serializers.Serializer):
+class RunCreateRequestSerializer(serializers.Serializer[Any]):
     agent = serializers.CharField(max_length=100)
     input = serializers.JSONField()
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
     thread_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
-class StreamSerializer(serializers.Serializer):
+class StreamSerializer(serializers.Serializer[Any]):
     path = serializers.CharField()
     ticket = serializers.CharField()
 
 
-class AcceptedSerializer(serializers.Serializer):
+class AcceptedSerializer(serializers.Serializer[Any]):
     pause = PauseSerializer(allow_null=True)
     run_id = serializers.UUIDField(allow_null=True)
     stream = StreamSerializer(allow_null=True)
 
 
-class EventSerializer(serializers.Serializer):
+class EventSerializer(serializers.Serializer[Any]):
     seq = serializers.IntegerField()
     type = serializers.CharField()
     run_id = serializers.UUIDField()
     root_run_id = serializers.UUIDField()
     ts = serializers.CharField()
-    data = serializers.JSONField()
+    # DRF's serializer metaclass takes declared fields off the class, so this field does not
+    # replace ``Serializer.data``; the stubs cannot express that.
+    data = serializers.JSONField()  # type: ignore[assignment]
 
 
-class EventPageSerializer(serializers.Serializer):
+class EventPageSerializer(serializers.Serializer[Any]):
     results = EventSerializer(many=True)
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     detail = serializers.CharField()
