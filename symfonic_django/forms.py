@@ -100,7 +100,8 @@ class ApprovalForm(forms.Form):
         return {"type": "approve"}, f"decision_{index}"
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         decisions = []
         for i, request in enumerate(self.requests):
             kind = cleaned.get(f"decision_{i}")
@@ -126,7 +127,7 @@ class ApprovalForm(forms.Form):
     @property
     def comment(self) -> str:
         """The reviewer's messages, for the audit row."""
-        if not self.is_valid():
+        if not self.is_valid() or self.answer is None:
             return ""
         return "\n".join(d["message"] for d in self.answer["decisions"] if d.get("message"))
 
@@ -203,13 +204,13 @@ class QuestionForm(forms.Form):
         self.pause = pause
         self.schema = pause.answer_schema
         self.answer: Any = None
-        schema = self.schema if isinstance(self.schema, dict) else None
-        self.per_property = bool(schema and _main_type(schema) in ("object", None)
-                                 and isinstance(schema.get("properties"), dict)
-                                 and schema["properties"])
+        schema = self.schema if isinstance(self.schema, dict) else {}
+        found = schema.get("properties") if _main_type(schema) in ("object", None) else None
+        properties: dict[str, Any] = found if isinstance(found, dict) else {}
+        self.per_property = bool(properties)
         if self.per_property:
             required = set(schema.get("required") or [])
-            for name, sub in schema["properties"].items():
+            for name, sub in properties.items():
                 self.fields[name] = field_for(sub, required=name in required,
                                               label=name.replace("_", " ").capitalize())
         elif schema:
@@ -219,9 +220,11 @@ class QuestionForm(forms.Form):
                 label="Answer", widget=forms.Textarea(attrs={"rows": 4}))
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             return cleaned
+        answer: Any  # whatever JSON value the schema describes
         if self.per_property:
             answer = {name: value for name, value in cleaned.items()
                       if value is not None and value != ""}

@@ -77,7 +77,8 @@ def normalize_prompt(prompt: Any) -> dict[str, Any]:
 
 
 def review_config(prompt: dict[str, Any], action_name: str) -> dict[str, Any]:
-    for config in prompt.get("review_configs") or []:
+    configs: list[dict[str, Any]] = prompt.get("review_configs") or []
+    for config in configs:
         if config.get("action_name") == action_name:
             return config
     return {"action_name": action_name, "allowed_decisions": list(DECISION_TYPES)}
