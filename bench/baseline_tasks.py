@@ -25,7 +25,7 @@ WORKER = f"{socket.gethostname()}:{os.getpid()}"
 CLAIM = """
     UPDATE symfonic_django_run
        SET status = 'running', worker = %s, started_at = now(),
-           lease_until = now() + interval '60 seconds', attempts = attempts + 1,
+           lease_until = now() + interval '60 seconds', epoch = epoch + 1,
            updated_at = now()
      WHERE id = %s AND status = 'queued'
  RETURNING agent, resumed_from_id

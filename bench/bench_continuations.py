@@ -231,7 +231,7 @@ def run_rounds(args: argparse.Namespace, workers: list) -> int:
         """Continuations per second, from the first claim to the last terminal write."""
         with connection.cursor() as cursor:
             cursor.execute("TRUNCATE symfonic_django_turnevent, symfonic_django_decision, "
-                           "symfonic_django_pause, symfonic_django_run")
+                           "symfonic_django_pause, symfonic_django_runretry, symfonic_django_run")
         for run_id in queued_continuations(n):
             task.apply_async((run_id,), queue=TASK_QUEUE)
         consuming = app.control.add_consumer(TASK_QUEUE, reply=True, timeout=5,

@@ -106,6 +106,9 @@ class Run(models.Model):
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
             models.Index(fields=["resend_after"], name="symfonic_run_resend_idx",
                          condition=Q(status="queued")),
+            # symfonic_prune: finished runs by age.
+            models.Index(fields=["finished_at"], name="symfonic_run_finished_idx",
+                         condition=Q(status__in=["completed", "failed"])),
         ]
         permissions = [("retry_run", "Can retry failed runs")]
 
@@ -283,6 +286,7 @@ class IdempotentResponse(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["caller", "key"], name="symfonic_idempotency_key"),
         ]
+        indexes = [models.Index(fields=["created_at"], name="symfonic_idem_created_idx")]
 
     def __str__(self) -> str:
         return f"{self.caller} {self.key}"

@@ -191,6 +191,7 @@ def claim(run_id: Any, worker: str) -> Run | None:
         run.started_at, run.lease_until, run.resend_after = now, lease_until, None
         run.updated_at = now
         resumed = str(run.resumed_from_id) if run.resumed_from_id else None
+        # A retried run continues its stream after the turn.failed it ended with.
         run.started_event = ev.append(  # type: ignore[attr-defined]
             run.pk, ev.next_seq(run.pk), ev.TurnStarted(agent=run.agent,
                                                         resumed_from_pause=resumed))
@@ -266,10 +267,14 @@ def end(run: Run, epoch: int, seq: int, event: ev.Event, *, now: datetime | None
     elif isinstance(event, ev.TurnFailed):
         changes["error"] = {"code": event.code, "message": event.message}
     edge = ENDING_EDGE[event.type]
-    with transaction.atomic():
-        if not _move(run.pk, edge, now=now, guard=Q(epoch=epoch), **changes):
-            raise LeaseLost(f"run {run.pk} is no longer held by claim {epoch}")
-        ev.append(run.pk, seq, event)
+    # Inside the caller's transaction when there is one (a paused turn settles in it),
+    # without a savepoint; the refusal is raised after the block, which wrote nothing.
+    with transaction.atomic(savepoint=False):
+        moved = _move(run.pk, edge, now=now, guard=Q(epoch=epoch), **changes)
+        if moved:
+            ev.append(run.pk, seq, event)
+    if not moved:
+        raise LeaseLost(f"run {run.pk} is no longer held by claim {epoch}")
     run.status = EDGES[edge].target
     for name, value in changes.items():
         setattr(run, name, value)

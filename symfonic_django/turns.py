@@ -36,7 +36,7 @@ from .agents.base import Agent
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError
-from .models import Pause, Run, RunStatus, TurnEvent
+from .models import Pause, Run, TurnEvent
 from .runs import LeaseLost
 from .scopes import load_scope, load_scope_for_turn
 
@@ -255,10 +255,13 @@ def _continuation(run: Run, scope: Any) -> Continuation:
 
 def _end(turn: TurnContext, event: ev.Event) -> str:
     """Write the turn's terminal event; a paused run is settled in the same transaction."""
-    with transaction.atomic():
+    if not isinstance(event, ev.TurnPaused):
         status = runs.end(turn.run, turn.epoch, turn.seq + 1, event)
-        if status == RunStatus.PAUSED:
-            pauses.settle(Run.objects.select_for_update().get(pk=turn.run.pk))
+    else:
+        with transaction.atomic():
+            status = runs.end(turn.run, turn.epoch, turn.seq + 1, event)
+            # end()'s UPDATE holds the run's row lock until this commits.
+            pauses.settle(turn.run)
     turn.seq += 1
     return status
 
@@ -354,10 +357,15 @@ def execute_run(run_id: Any, *, worker: str | None = None) -> str:
     except Exception:  # stream_turn() loads it again, and ends the turn failed if it fails
         scope = None
 
-    async def drive() -> None:
+    async def drive() -> str | None:
+        last = None
         async with aclosing(stream_turn(run, worker=worker, scope=scope)) as stream:
-            async for _ in stream:
-                pass
+            async for event in stream:
+                last = event["type"]
+        return last
 
-    async_to_sync(drive)()
+    last = async_to_sync(drive)()
+    if last in runs.ENDING_EDGE:  # this worker wrote the end
+        return runs.EDGES[runs.ENDING_EDGE[last]].target
+    # It lost its lease: the reaper owns the ending.
     return str(Run.objects.values_list("status", flat=True).get(pk=run.pk))
