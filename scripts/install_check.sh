@@ -44,7 +44,7 @@ fail() {
   for log in "$WORK"/*.log; do
     [ -s "$log" ] && { echo "=== last lines of $(basename "$log") ==="; tail -n 40 "$log"; }
   done
-  mkdir -p artifacts/install-check && cp "$WORK"/*.log artifacts/install-check/ 2>/dev/null
+  mkdir -p "$ROOT/artifacts/install-check" && cp "$WORK"/*.log "$ROOT/artifacts/install-check/" 2>/dev/null
   echo "install check: FAIL: $* (after $((SECONDS - started)) s; logs in artifacts/install-check/)"
   exit 1
 }

@@ -135,7 +135,10 @@ def check_shipped_files() -> None:
 
     walk(root, "")
     for name in names:
-        get_template(name)
+        try:
+            get_template(name)
+        except Exception as error:  # noqa: BLE001  (any reason it does not load is the failure)
+            raise Failed(f"the installed template {name} does not load: {error!r}") from error
     if not names:
         raise Failed("the installed app has no templates")
     print(f"  ok: {len(names)} templates of the installed app load")
