@@ -191,11 +191,13 @@ def fenced() -> Iterator[Fence]:
     with transaction.atomic():
         runs.bound_fenced_transaction()
         yield fence
+        # The lease check comes before the events: a reaped run refuses with LeaseLost
+        # here, rather than with a clash of its turn.failed's seq with ours.
+        runs.hold_lease(turn.run.pk, turn.epoch)
         for event in fence.events:
             seq += 1
             ev.append(turn.run.pk, seq, event)
             transaction.on_commit(partial(ev.ring, turn.run.pk, seq))
-        runs.hold_lease(turn.run.pk, turn.epoch)
     turn.seq = seq  # the turn's next event follows the ones stored with the effect
 
 
