@@ -12,21 +12,15 @@ writes a status itself, and shows a refusal as the exception's words.
 
 from __future__ import annotations
 
-import html
 import json
-import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
-from django.contrib.admin.utils import unquote
-from django.contrib.admin.views.main import ChangeList
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import connections
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db import connections, router
+from django.db.models import Count, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -34,11 +28,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
 from django.utils.text import Truncator
-from django.utils.translation import gettext
 
-from . import pauses
+from . import pauses, pg
 from .api.permissions import may_answer
 from .exceptions import NotFound, SymfonicError
 from .forms import DECISION_LABELS, answer_form_for, pretty_json
@@ -55,14 +47,18 @@ from .models import (
 from .scopes import ALL_SCOPES, reviewer_scope_keys
 from .viewer import viewer_url
 
+if TYPE_CHECKING:
+    ModelAdminBase = admin.ModelAdmin[Any]
+    PaginatorBase = Paginator[Any]
+else:  # neither class takes type arguments at runtime
+    ModelAdminBase = admin.ModelAdmin
+    PaginatorBase = Paginator
+
 #: The pause and run pages show at most this many events of a run.
 EVENTS_SHOWN = 200
 SUMMARY_CHARS = 90
 #: Up to this many rows a changelist counts exactly; beyond, it shows PostgreSQL's estimate.
 EXACT_COUNT_UP_TO = 10_000
-# A changelist labels a hundred rows: get_FOO_display() would rebuild its choices per cell.
-STATUS_LABELS = dict(PauseStatus.choices)
-VIA_LABELS = dict(AnsweredVia.choices)
 
 
 def visible_scopes(request: HttpRequest) -> Any:
@@ -86,8 +82,9 @@ def question_text(pause: Pause) -> str:
         return prompt
     if isinstance(prompt, dict):
         for key in ("question", "text", "message", "description"):
-            if isinstance(prompt.get(key), str):
-                return prompt[key]
+            value = prompt.get(key)
+            if isinstance(value, str):
+                return value
     return json.dumps(prompt, ensure_ascii=False, default=str)
 
 
@@ -164,52 +161,17 @@ def _events_table(run: Run | None) -> dict[str, Any] | None:
 
 # --- shared behaviour ---------------------------------------------------------
 
-#: Seconds a process keeps the scopes it found in use, for the scope filter's choices.
-SCOPES_IN_USE_SECONDS = 30.0
-_scopes_in_use: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
-
-
-def scopes_in_use(model: Any) -> set[str]:
-    """Every scope key in ``model``'s ``scope_key`` column, found at most every 30 s.
-
-    These are the choices of the scope filter of a user who sees every scope:
-    a list to pick from, not a permission (the rows shown are always read
-    afresh), so a process keeps it ``SCOPES_IN_USE_SECONDS`` rather than look
-    again on every page. A scope whose first row is newer shows in the list
-    that much later.
-    """
-    key = (model.objects.db, model._meta.label)
-    now = time.monotonic()
-    kept = _scopes_in_use.get(key)
-    if kept is None or kept[0] <= now:
-        kept = _scopes_in_use[key] = (now + SCOPES_IN_USE_SECONDS, frozenset(_find_scopes(model)))
-    return set(kept[1])
+def scopes_in_use(model: type[Model]) -> list[str]:
+    """Every scope key in ``model``'s (indexed) ``scope_key`` column, sorted, in one query."""
+    if connections[router.db_for_read(model)].vendor == "postgresql":
+        return pg.distinct_values(model, "scope_key")
+    return list(model._default_manager.order_by("scope_key")
+                .values_list("scope_key", flat=True).distinct())
 
 
 def clear_scopes_in_use() -> None:
-    """Forget the scopes this process found in use (the next list looks again)."""
-    _scopes_in_use.clear()
-
-
-def _find_scopes(model: Any) -> set[str]:
-    """Every scope key in ``model``'s (indexed) ``scope_key`` column, in one query.
-
-    On PostgreSQL a recursive query hops through the index from one key to the
-    next (a loose index scan), so the cost follows the number of scopes, not
-    of rows, where a DISTINCT would read every row.
-    """
-    connection = connections[model.objects.db]
-    keys = model.objects.order_by().values_list("scope_key", flat=True)
-    if connection.vendor != "postgresql":
-        return set(keys.distinct())
-    table = connection.ops.quote_name(model._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH RECURSIVE hop(k) AS ((SELECT scope_key FROM {table} ORDER BY scope_key "
-            f"LIMIT 1) UNION ALL SELECT (SELECT scope_key FROM {table} WHERE scope_key > hop.k "
-            f"ORDER BY scope_key LIMIT 1) FROM hop WHERE hop.k IS NOT NULL) "
-            f"SELECT k FROM hop WHERE k IS NOT NULL")
-        return {key for (key,) in cursor.fetchall()}
+    """Nothing to forget any more (the scopes are read on every page); the test fixtures
+    still call it."""
 
 
 class ScopeFilter(admin.SimpleListFilter):
@@ -233,84 +195,41 @@ class ScopeFilter(admin.SimpleListFilter):
             keys = scopes_in_use(self.scope_model)
         return [(k, k) for k in sorted(keys)]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value():
             return queryset.filter(**{self.scope_field: self.value()})
         return queryset
 
 
-class EstimatingPaginator(Paginator):
-    """A paginator that never reads more than ``EXACT_COUNT_UP_TO`` rows to count them.
+class EstimatingPaginator(PaginatorBase):
+    """A paginator that never reads more than ``EXACT_COUNT_UP_TO + 1`` rows to count them.
 
-    ``count`` is exact up to that many rows. Beyond, on PostgreSQL, it is the
-    planner's estimate (``count_is_estimate`` is then true): an exact COUNT(*)
-    reads every matching row, and over a large table that costs more than the
-    page it numbers. An unfiltered list asks the table's statistics and
-    counts only a small table, in one query; a filtered one counts at most
-    ``EXACT_COUNT_UP_TO + 1`` rows and, only if it reaches that, asks EXPLAIN.
+    ``count`` is exact up to ``EXACT_COUNT_UP_TO`` rows. Beyond, on PostgreSQL,
+    it is the planner's estimate and ``count_is_estimate`` is true: an exact
+    ``COUNT(*)`` reads every matching row, and over a large table that costs
+    more than the page it numbers. Other databases count exactly.
     """
 
     count_is_estimate = False
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list
-        connection = connections[queryset.db]
-        query = queryset.query
-        if connection.vendor != "postgresql" or query.distinct or query.combinator:
+        if not isinstance(self.object_list, QuerySet):
             return super().count
-        if not query.where and query.group_by is None:
-            count, self.count_is_estimate = self._table_count(connection, queryset.model)
-            return count
-        count = queryset.order_by()[:EXACT_COUNT_UP_TO + 1].count()
-        if count <= EXACT_COUNT_UP_TO:
-            return count
+        queryset = self.object_list.order_by()
+        if connections[queryset.db].vendor != "postgresql":
+            return super().count
+        counted = queryset[:EXACT_COUNT_UP_TO + 1].count()
+        # Asked on every page, not only past the limit, so that a list makes the same
+        # queries at any size; a plan reads no rows.
+        estimate = pg.planner_rows(queryset)
+        if counted <= EXACT_COUNT_UP_TO:
+            return counted
         self.count_is_estimate = True
-        plan = json.loads(queryset.order_by().values("pk").explain(format="json"))
-        return max(count, int(plan[0]["Plan"]["Plan Rows"]))
-
-    @staticmethod
-    def _table_count(connection: Any, model: Any) -> tuple[int, bool]:
-        # The planner's own estimate: the rows per page at the last ANALYZE times
-        # the pages now. The exact count runs only when that is small (or unknown).
-        table = connection.ops.quote_name(model._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT CASE WHEN estimate > %s THEN estimate "
-                f"ELSE (SELECT COUNT(*) FROM {table}) END, estimate > %s "
-                f"FROM (SELECT CASE WHEN c.reltuples < 0 THEN NULL "
-                f"ELSE (c.reltuples / GREATEST(c.relpages, 1) * pg_relation_size(c.oid) "
-                f"/ current_setting('block_size')::int)::bigint END AS estimate "
-                f"FROM pg_class c WHERE c.oid = %s::regclass) AS statistics",
-                [EXACT_COUNT_UP_TO, EXACT_COUNT_UP_TO, table])
-            count, estimated = cursor.fetchone()
-        return count, bool(estimated)
+        return max(counted, estimate)
 
 
-class ScopedChangeList(ChangeList):
-    """The admin's changelist, with no second count of an unfiltered list."""
-
-    def get_results(self, request: HttpRequest) -> None:
-        super().get_results(request)
-        if not self.has_active_filters and not self.query:
-            # Unfiltered, the full count is this count (show_full_result_count is off,
-            # so the admin would offer "Show all" of the very same list).
-            self.full_result_count = self.result_count
-
-
-#: The row checkbox's label (Django's own msgid, so its translations apply).
-ACTION_CHECKBOX_LABEL = "Select this object for an action - {}"
-
-
-def action_checkbox_html(obj: Any, label: str) -> str:
-    """A row's action checkbox; ``label`` is ``ACTION_CHECKBOX_LABEL`` translated."""
-    return SafeString(
-        f'<input type="checkbox" name="{helpers.ACTION_CHECKBOX_NAME}" '
-        f'value="{html.escape(str(obj.pk))}" class="action-select" '
-        f'aria-label="{label.format(html.escape(str(obj)))}">')
-
-
-class ScopedReadOnlyAdmin(admin.ModelAdmin):
+class ScopedReadOnlyAdmin(ModelAdminBase):
     """Rows of the scopes the user may review, read-only; anything else is a 404."""
 
     #: The lookup that gives a row's scope key.
@@ -319,28 +238,21 @@ class ScopedReadOnlyAdmin(admin.ModelAdmin):
     # (the full count only adds "(n total)" beside a filtered count).
     paginator = EstimatingPaginator
     show_full_result_count = False
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
-        return ScopedChangeList
+    # "Show counts" would count every row once per filter choice.
+    show_facets = admin.ShowFacets.NEVER
 
     class Media:
         css = {"all": ("symfonic_django/admin.css",)}
 
-    def action_checkbox(self, obj: Any) -> str:
-        """The admin's row checkbox, as ``forms.CheckboxInput`` renders it, without its template.
-
-        Rendering a widget template per row was a third of a changelist page.
-        """
-        return action_checkbox_html(obj, gettext(ACTION_CHECKBOX_LABEL))
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
         keys = visible_scopes(request)
         if keys == ALL_SCOPES:
             return queryset
         return queryset.filter(**{f"{self.scope_field}__in": keys})
 
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None):
+    def get_object(self, request: HttpRequest, object_id: str,
+                   from_field: str | None = None) -> Any:
         obj = super().get_object(request, object_id, from_field)
         if obj is None:
             # The admin would redirect with "doesn't exist"; a 404 says nothing
@@ -365,9 +277,7 @@ def _json_block(value: Any) -> str:
 
 
 def _status_badge(status: str, label: str) -> str:
-    # A hundred of these per changelist page: escaped directly, not through format_html.
-    return SafeString(f'<span class="symfonic-status symfonic-status-{html.escape(status)}">'
-                      f'{html.escape(str(label))}</span>')
+    return format_html('<span class="symfonic-status symfonic-status-{}">{}</span>', status, label)
 
 
 def _admin_link(obj: Any, text: str | None = None) -> str:
@@ -398,14 +308,16 @@ class RunAdmin(ScopedReadOnlyAdmin):
     readonly_fields = ("status_badge", "root_link", "parent_link", "resumed_from_link",
                        "input_json", "output_json", "error_json")
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # A subquery per listed run, not a GROUP BY over every run before the page is cut.
         pending = (Pause.objects.filter(run=OuterRef("pk"), status=PauseStatus.PENDING)
                    .order_by().values("run").annotate(n=Count("pk")).values("n"))
-        return super().get_queryset(request).annotate(
+        listed: QuerySet[Any] = super().get_queryset(request).annotate(
             pending_count=Coalesce(Subquery(pending), 0))
+        return listed
 
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+                           ) -> tuple[QuerySet[Any], bool]:
         return _with_uuid_search(super().get_search_results(request, queryset, search_term),
                                  queryset, search_term, ("pk", "root_id", "parent_id"))
 
@@ -419,7 +331,7 @@ class RunAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description="pending pauses", ordering="pending_count")
     def pending_pauses(self, obj: Run) -> int:
-        return obj.pending_count
+        return int(obj.pending_count)  # type: ignore[attr-defined]  # get_queryset's
 
     @admin.display(description="root run")
     def root_link(self, obj: Run) -> str:
@@ -446,7 +358,8 @@ class RunAdmin(ScopedReadOnlyAdmin):
         return _json_block(obj.error)
 
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False,
-                           change: bool = False, form_url: str = "", obj: Any = None):
+                           change: bool = False, form_url: str = "", obj: Any = None
+                           ) -> HttpResponse:
         if obj is not None:
             context["events"] = _events_table(obj)
             context["run_pauses"] = [
@@ -457,8 +370,8 @@ class RunAdmin(ScopedReadOnlyAdmin):
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
-def _with_uuid_search(result: tuple[QuerySet, bool], queryset: QuerySet, term: str,
-                      fields: tuple[str, ...]) -> tuple[QuerySet, bool]:
+def _with_uuid_search(result: tuple[QuerySet[Any], bool], queryset: QuerySet[Any], term: str,
+                      fields: tuple[str, ...]) -> tuple[QuerySet[Any], bool]:
     """Also match a pasted id exactly (text search on UUID columns differs per backend)."""
     found, may_have_duplicates = result
     try:
@@ -473,21 +386,6 @@ def _with_uuid_search(result: tuple[QuerySet, bool], queryset: QuerySet, term: s
 
 # --- pauses ------------------------------------------------------------------------
 
-class PauseChangeList(ScopedChangeList):
-    """The pause changelist reads only the columns it shows."""
-
-    def get_results(self, request: HttpRequest) -> None:
-        super().get_results(request)
-        # The page (counted without them) reads the row and the names of its agent and
-        # answerer, as two annotations rather than two more objects per row; not the
-        # answer or the schema.
-        self.result_list = self.result_list.annotate(
-            agent_name=F("run__agent"),
-            answerer_name=F(f"answered_by__{get_user_model().USERNAME_FIELD}"),
-        ).only("id", "status", "kind", "prompt", "scope_key", "created_at", "expires_at",
-               "answered_via")
-
-
 @admin.register(Pause)
 class PauseAdmin(ScopedReadOnlyAdmin):
     review_template = "admin/symfonic_django/pause/review.html"
@@ -500,18 +398,15 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     ordering = ("-created_at",)
     actions = ["approve_selected", "reject_selected"]
 
+    # The columns read the pause, its run and its answerer: one query for 5 rows or 500.
+    list_select_related = ("run", "answered_by")
+
     class Media:
         js = ("symfonic_django/review.js",)
 
-    # The changelist columns read only the row and the names of its agent and
-    # answerer (PauseChangeList.get_results): the same queries for 5 rows or 500.
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
-        return PauseChangeList
-
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Pause) -> str:
-        return _status_badge(obj.status, STATUS_LABELS.get(obj.status, obj.status))
+        return _status_badge(obj.status, obj.get_status_display())
 
     @admin.display(description="action or question")
     def summary(self, obj: Pause) -> str:
@@ -519,7 +414,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: Pause) -> str:
-        return obj.agent_name  # type: ignore[attr-defined]
+        return obj.run.agent
 
     @admin.display(description="scope", ordering="scope_key")
     def scope(self, obj: Pause) -> str:
@@ -538,12 +433,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description="answered by", ordering="answered_at")
     def answered(self, obj: Pause) -> str:
-        via = str(VIA_LABELS.get(obj.answered_via, obj.answered_via)).lower()
-        if obj.answerer_name is not None:  # type: ignore[attr-defined]
-            return f"{obj.answerer_name} ({via})"  # type: ignore[attr-defined]
+        via = obj.get_answered_via_display().lower()
+        if obj.answered_by is not None:
+            return f"{obj.answered_by.get_username()} ({via})"
         return via or "—"
 
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+                           ) -> tuple[QuerySet[Any], bool]:
         return _with_uuid_search(super().get_search_results(request, queryset, search_term),
                                  queryset, search_term,
                                  ("pk", "run_id", "root_run_id", "continuation_id"))
@@ -557,7 +453,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """The pause page: the prompt, the answer form, the decision and its history."""
-        pause = self.get_object(request, unquote(object_id))
+        pause = self.get_object(request, object_id)
         if not self.has_view_permission(request, pause):
             raise PermissionDenied
         can_answer = self.has_answer_permission(request)
@@ -654,14 +550,15 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     # --- bulk actions -------------------------------------------------------------------
 
     @admin.action(permissions=["answer"], description="Approve selected pauses")
-    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._bulk(request, queryset, pauses.approve, "approved")
 
     @admin.action(permissions=["answer"], description="Reject selected pauses")
-    def reject_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._bulk(request, queryset, pauses.reject, "rejected")
 
-    def _bulk(self, request: HttpRequest, queryset: QuerySet, transition: Any, verb: str) -> None:
+    def _bulk(self, request: HttpRequest, queryset: QuerySet[Any], transition: Any,
+              verb: str) -> None:
         """Each pause goes through the state machine on its own; refusals are listed."""
         done, refused = 0, []
         for pause in queryset.select_related(None).order_by("created_at"):
