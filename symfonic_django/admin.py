@@ -30,8 +30,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from . import pauses, pg
-from .api.permissions import may_answer
+from . import pauses, pg, runs
 from .exceptions import NotFound, SymfonicError
 from .forms import DECISION_LABELS, answer_form_for, pretty_json
 from .hitl import review_config
@@ -44,7 +43,7 @@ from .models import (
     Run,
     TurnEvent,
 )
-from .scopes import ALL_SCOPES, reviewer_scope_keys
+from .scopes import ALL_SCOPES, may_answer, reviewer_scope_keys
 from .viewer import viewer_url
 
 if TYPE_CHECKING:
@@ -59,6 +58,9 @@ EVENTS_SHOWN = 200
 SUMMARY_CHARS = 90
 #: Up to this many rows a changelist counts exactly; beyond, it shows PostgreSQL's estimate.
 EXACT_COUNT_UP_TO = 10_000
+
+#: Operators with it may send failed runs back to the queue.
+RETRY_PERMISSION = "symfonic_django.retry_run"
 
 
 def visible_scopes(request: HttpRequest) -> Any:
@@ -167,11 +169,6 @@ def scopes_in_use(model: type[Model]) -> list[str]:
         return pg.distinct_values(model, "scope_key")
     return list(model._default_manager.order_by("scope_key")
                 .values_list("scope_key", flat=True).distinct())
-
-
-def clear_scopes_in_use() -> None:
-    """Nothing to forget any more (the scopes are read on every page); the test fixtures
-    still call it."""
 
 
 class ScopeFilter(admin.SimpleListFilter):
@@ -302,11 +299,29 @@ class RunAdmin(ScopedReadOnlyAdmin):
                            "thread_id")}),
         ("Lineage", {"fields": ("root_link", "parent_link", "resumed_from_link")}),
         ("Input and outcome", {"fields": ("input_json", "output_json", "error_json")}),
-        ("Worker", {"fields": ("attempts", "worker", "lease_until", "created_at", "started_at",
-                               "finished_at")}),
+        ("Worker", {"fields": ("attempts", "epoch", "worker", "lease_until", "created_at",
+                               "started_at", "finished_at")}),
     )
     readonly_fields = ("status_badge", "root_link", "parent_link", "resumed_from_link",
                        "input_json", "output_json", "error_json")
+    actions = ["retry_selected"]
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        """The ``symfonic_django.retry_run`` permission (scope is narrowed by the queryset)."""
+        return request.user.has_perm(RETRY_PERMISSION)
+
+    @admin.action(permissions=["retry"], description="Retry selected failed runs")
+    def retry_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        """Each failed run goes back to the queue (audited); any other is listed as refused."""
+        done, refused = 0, []
+        for run in queryset.order_by("created_at"):
+            try:
+                runs.retry(run.pk, actor=request.user, via=AnsweredVia.ADMIN)
+            except SymfonicError as exc:
+                refused.append((f"{run.agent} {str(run.pk)[:8]}", exc.detail))
+            else:
+                done += 1
+        report_bulk(request, "run", "retried", done, refused)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # A subquery per listed run, not a GROUP BY over every run before the page is cut.
@@ -569,14 +584,20 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                 refused.append((f"{summarize(pause)} ({str(pause.pk)[:8]})", exc.detail))
             else:
                 done += 1
-        if done:
-            messages.success(request, f"{verb.capitalize()} {done} pause{'s' * (done != 1)}.")
-        if refused:
-            count = len(refused)
-            messages.warning(request, format_html(
-                "{} pause{} {} not {}:<ul>{}</ul>", count, "s" * (count != 1),
-                "were" if count != 1 else "was", verb,
-                format_html_join("", "<li>{}: {}</li>", refused)))
+        report_bulk(request, "pause", verb, done, refused)
+
+
+def report_bulk(request: HttpRequest, noun: str, verb: str, done: int,
+                refused: list[tuple[str, str]]) -> None:
+    """Say how many rows a bulk action changed, and list each refusal in words."""
+    if done:
+        messages.success(request, f"{verb.capitalize()} {done} {noun}{'s' * (done != 1)}.")
+    if refused:
+        count = len(refused)
+        messages.warning(request, format_html(
+            "{} {}{} {} not {}:<ul>{}</ul>", count, noun, "s" * (count != 1),
+            "were" if count != 1 else "was", verb,
+            format_html_join("", "<li>{}: {}</li>", refused)))
 
 
 def _form_errors(form: Any) -> list[str]:

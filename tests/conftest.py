@@ -36,12 +36,11 @@ def need(condition: bool, why: str) -> None:
 @pytest.fixture(autouse=True)
 def _forget_process_caches() -> Any:
     """Each test starts with nothing a process keeps between requests or turns."""
-    from symfonic_django.admin import clear_scopes_in_use
     from symfonic_django.scopes import clear_scope_cache
 
-    clear_scopes_in_use(), clear_scope_cache()
+    clear_scope_cache()
     yield
-    clear_scopes_in_use(), clear_scope_cache()
+    clear_scope_cache()
 
 
 @pytest.fixture

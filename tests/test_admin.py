@@ -31,6 +31,7 @@ from symfonic_django.models import (
     PauseKind,
     PauseStatus,
     Run,
+    RunRetry,
     RunStatus,
     TurnEvent,
 )
@@ -243,8 +244,9 @@ def test_every_changelist_renders_its_rows_through_the_admins_own_templates(user
     cl = response.context["cl"]
     assert cl.result_list, "nothing listed"
     body = response.content.decode()
-    has_actions = response.context["action_form"] is not None  # the pause list's bulk actions
-    assert has_actions == (model is Pause)
+    # The pause list's bulk answers, the run list's retry (the superuser may do both).
+    has_actions = response.context["action_form"] is not None
+    assert has_actions == (model in (Pause, Run))
     for row in cl.result_list:  # a link to its page (and a checkbox) for every row
         assert (f'value="{row.pk}"' in body) == has_actions
         assert reverse(f"admin:symfonic_django_{model._meta.model_name}_change",
@@ -641,3 +643,47 @@ def test_run_page_shows_its_pauses_and_events_read_only(users):
     assert "Pauses of this run" in body and page(pause) in body
     assert "pause.requested" in body and "turn.paused" in body
     assert 'name="_save"' not in body  # nothing to save: the run is read-only
+
+
+# --- retrying failed runs ------------------------------------------------------------
+
+RUNS = "admin:symfonic_django_run_changelist"
+
+
+def failed_run(scope: str = "acme") -> Run:
+    run = start_run("boom", {}, scope=scope, dispatch=False)
+    assert execute_run(run.pk) == RunStatus.FAILED
+    return run
+
+
+def test_retry_needs_the_retry_permission_and_a_refusal_changes_nothing(users, carol):
+    run = failed_run()
+    assert "retry_selected" not in login("alice").get(reverse(RUNS)).content.decode()
+    before = Run.objects.filter(pk=run.pk).values().get()
+    login("alice").post(reverse(RUNS), {"action": "retry_selected",
+                                        "_selected_action": [str(run.pk)]})
+    assert Run.objects.filter(pk=run.pk).values().get() == before
+    assert not RunRetry.objects.exists()
+
+
+def test_an_operator_retries_failed_runs_and_other_states_are_refused_in_words(users):
+    from django.contrib.auth.models import Permission
+
+    failed, other_scope = failed_run("acme"), failed_run("globex")
+    completed = start_run("noop", {}, scope="acme", dispatch=False)
+    execute_run(completed.pk)
+    alice = get_user_model().objects.get(username="alice")
+    alice.user_permissions.add(Permission.objects.get(codename="retry_run"))
+    response = login("alice").post(reverse(RUNS), {
+        "action": "retry_selected",
+        "_selected_action": [str(r.pk) for r in (failed, completed, other_scope)]}, follow=True)
+    said = messages_of(response)
+    assert "Retried 1 run." in said
+    assert any("was not retried" in m and "Only a failed run can be retried" in m for m in said)
+    failed.refresh_from_db()
+    assert (failed.status, failed.attempts) == (RunStatus.QUEUED, 2)
+    audit = RunRetry.objects.get()
+    assert (audit.run_id, audit.actor, audit.via) == (failed.pk, alice, "admin")
+    # Another tenant's run is not even in alice's queryset.
+    assert Run.objects.get(pk=other_scope.pk).status == RunStatus.FAILED
+    assert Run.objects.get(pk=completed.pk).status == RunStatus.COMPLETED
