@@ -219,7 +219,24 @@ class TurnEvent(models.Model):
         return f"{self.run_id}#{self.seq} {self.type}"
 
 
-class Decision(models.Model):
+class AuditRecord(models.Model):
+    """What every append-only audit row says: who, through which surface, when, and why."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )
+    actor_label = models.CharField(max_length=200, blank=True, default="")
+    via = models.CharField(max_length=16, choices=AnsweredVia.choices)
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+        ordering = ["created_at"]
+
+
+class Decision(AuditRecord):
     """Append-only audit: who did what to which pause, when, through which surface."""
 
     class Action(models.TextChoices):
@@ -232,42 +249,20 @@ class Decision(models.Model):
         CANCEL = "cancel", "Cancelled"
 
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-        related_name="+",
-    )
-    actor_label = models.CharField(max_length=200, blank=True, default="")
-    via = models.CharField(max_length=16, choices=AnsweredVia.choices)
     action = models.CharField(max_length=16, choices=Action.choices)
     answer = models.JSONField(null=True, blank=True)
-    comment = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["created_at"]
 
     def __str__(self) -> str:
         return f"{self.actor_label or 'system'} {self.action} {self.pause_id}"
 
 
-class RunRetry(models.Model):
+class RunRetry(AuditRecord):
     """Append-only audit: an operator sent a failed run back to the queue."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="retries")
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-        related_name="+",
-    )
-    actor_label = models.CharField(max_length=200, blank=True, default="")
-    via = models.CharField(max_length=16, choices=AnsweredVia.choices)
     #: The run's ``attempts`` after the retry, and the error it had before.
     attempt = models.PositiveIntegerField()
     previous_error = models.JSONField(null=True, blank=True)
-    comment = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["created_at"]
 
     def __str__(self) -> str:
         return f"{self.actor_label or 'system'} retried {self.run_id} (attempt {self.attempt})"
