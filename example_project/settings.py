@@ -122,6 +122,7 @@ CELERY_BEAT_SCHEDULE = {
     "symfonic-reap-stale-runs": {"task": "symfonic_django.reap_stale_runs", "schedule": 30.0},
     "symfonic-requeue-stalled-runs": {"task": "symfonic_django.requeue_stalled_runs",
                                       "schedule": 15.0},
+    "symfonic-prune": {"task": "symfonic_django.prune", "schedule": 3600.0},
 }
 
 REST_FRAMEWORK = {
