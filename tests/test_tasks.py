@@ -1,0 +1,21 @@
+"""The Celery tasks: registered under the names lower layers send, scheduled as documented."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from example_project.celery import app
+from symfonic_django import runs
+from symfonic_django.tasks import BEAT_SCHEDULE
+
+
+def test_the_task_names_runs_sends_by_are_registered_acks_late_tasks():
+    app.loader.import_default_modules()
+    for name in (runs.START_TASK, runs.CONTINUATION_TASK,
+                 *(entry["task"] for entry in BEAT_SCHEDULE.values())):
+        task = app.tasks[name]
+        assert task.acks_late and task.reject_on_worker_lost, name
+
+
+def test_the_example_schedules_every_background_task_of_the_app():
+    assert settings.CELERY_BEAT_SCHEDULE == BEAT_SCHEDULE
