@@ -156,7 +156,7 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
     @before_task_publish.connect(weak=False)
     def stamp(sender: str = "", headers: dict | None = None, **kwargs: object) -> None:
         if sender == "symfonic_django.run_continuation":
-            published[headers["argsrepr"].strip("(),' ")] = time.time()
+            published[headers["argsrepr"].strip("[](),' ")] = time.time()
 
     ours: list[float] = []
     http: list[float] = []
