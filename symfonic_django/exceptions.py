@@ -45,6 +45,20 @@ class InvalidAnswer(SymfonicError):
     default_detail = "The answer does not fit this pause."
 
 
+class InvalidProposal(SymfonicError):
+    """An agent proposed an action whose arguments do not fit its own ``args_schema``.
+
+    Raised by ``request_pause`` before anything is written; the turn ends
+    ``turn.failed`` with this code. It is the agent's fault, not a caller's, so it
+    is a turn's outcome rather than an HTTP answer; ``status`` is for a host that
+    calls ``create_pause`` from a request of its own.
+    """
+
+    code = "invalid_proposal"
+    status = 422
+    default_detail = "The proposed action does not fit its own schema."
+
+
 class PayloadTooLarge(SymfonicError):
     code = "payload_too_large"
     status = 413

@@ -8,17 +8,26 @@ A prompt is a ``HITLRequest``::
 and its answer a ``HITLResponse``: ``{"decisions": [...]}``, one decision per
 action request, each one of that action's ``allowed_decisions``. LangGraph
 Agent Inbox's older ``HumanInterrupt`` is accepted and converted.
+
+Every JSON Schema here (a proposal's and an edit's ``args_schema``, a
+question's ``answer_schema``) is checked by the one validator of this module,
+whose ``multipleOf`` is exact on decimals (see ``_multiple_of``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import jsonschema
+from jsonschema.protocols import Validator
 
-from .exceptions import InvalidAnswer, InvalidRequest
+from .exceptions import InvalidAnswer, InvalidProposal, InvalidRequest, SymfonicError
 
 DECISION_TYPES = ("approve", "edit", "reject", "respond")
 
@@ -69,6 +78,8 @@ def normalize_prompt(prompt: Any) -> dict[str, Any]:
             raise InvalidRequest("Each action request's args must be an object.")
     configs = prompt.get("review_configs") or []
     for config in configs:
+        if not isinstance(config, dict):
+            raise InvalidRequest("Each review config must be an object.")
         bad = set(config.get("allowed_decisions", [])) - set(DECISION_TYPES)
         if bad:
             raise InvalidRequest(f"Unknown decision types in review_configs: {sorted(bad)}.")
@@ -84,16 +95,130 @@ def review_config(prompt: dict[str, Any], action_name: str) -> dict[str, Any]:
     return {"action_name": action_name, "allowed_decisions": list(DECISION_TYPES)}
 
 
-def _check_args(args: Any, schema: Any, action_name: str) -> None:
+# --- JSON Schema, with multipleOf on the decimals numbers are written as ------------------
+
+def _as_written(number: Any) -> Fraction | None:
+    """The exact value of a JSON number as its text spells it; ``None`` if not finite.
+
+    A float parsed from ``19.99`` is the nearest binary fraction, not 19.99, but its
+    shortest repr gives the text back: ``Decimal(str(19.99)) == Decimal("19.99")``.
+    Amounts are stored through that same conversion, so a number is a multiple of
+    0.01 here exactly when a two-place ``DecimalField`` stores it without rounding.
+    """
+    if isinstance(number, int):
+        return Fraction(number)  # exact, where str() of a huge int may be refused
+    try:
+        value = Decimal(str(number))
+    except InvalidOperation:
+        return None
+    return Fraction(value) if value.is_finite() else None
+
+
+def _multiple_of(validator: Validator, divisor: Any, instance: Any,
+                 schema: Any) -> Iterator[jsonschema.ValidationError]:
+    """``multipleOf`` on the decimal values, where jsonschema divides binary floats.
+
+    jsonschema finds ``19.99 / 0.01 == 1998.9999999999998`` and refuses 19.99, as it
+    refuses about one cent value in six below 10,000 (0.07, 0.29, 1234.56), and it
+    raises on NaN and Infinity. ``multipleOf: 0.01`` then says what JSON Schema means
+    by it: at most two decimal places.
+    """
+    if not validator.is_type(instance, "number"):
+        return
+    value, step = _as_written(instance), _as_written(divisor)
+    # check_schema() made the divisor a positive number before any instance gets here.
+    if value is None or step is None or (value / step).denominator != 1:
+        yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
+
+
+@cache
+def _exact(cls: type[Validator]) -> type[Validator]:
+    # jsonschema's documented way to replace one keyword; it ships extend() unannotated.
+    extended: type[Validator] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        cls, {"multipleOf": _multiple_of})
+    return extended
+
+
+def _validator(schema: Any, what: str, refusal: type[SymfonicError]) -> Validator:
+    """A validator for ``schema`` (its own ``$schema`` draft, 2020-12 by default).
+
+    A schema that is not valid JSON Schema is refused with ``refusal``, naming ``what``.
+    """
+    cls = (jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+           if isinstance(schema, dict) else jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise refusal(f"{what} is not a valid JSON Schema: {exc.message}") from exc
+    return _exact(cls)(schema)
+
+
+#: jsonschema quotes the offending value; a long one is cut where the reason is stored.
+VIOLATION_CHARS = 500
+
+
+def _violation(validator: Validator, instance: Any) -> str | None:
+    """The most relevant way ``instance`` breaks the schema, with where; ``None`` if it fits."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if error is None:
+        return None
+    text = error.message if error.json_path == "$" else f"{error.json_path}: {error.message}"
+    return text if len(text) <= VIOLATION_CHARS else text[:VIOLATION_CHARS - 1] + "…"
+
+
+def _not_json(value: Any) -> str | None:
+    """Why ``value`` is not JSON (NaN, Infinity, a Decimal, a set), or ``None`` if it is.
+
+    Checked before a schema: NaN passes ``maximum`` and ``exclusiveMinimum`` (every
+    comparison with it is false), and PostgreSQL's jsonb refuses it when stored.
+    """
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+# --- proposals and answers --------------------------------------------------------------
+
+def validate_proposal(prompt: Any) -> dict[str, Any]:
+    """Return ``prompt`` as a ``HITLRequest`` whose actions fit their own schemas.
+
+    ``InvalidRequest`` if the prompt is malformed; ``InvalidProposal``, naming the
+    action and the violation, if an action's ``args`` are not JSON, its review
+    config's ``args_schema`` is not a valid JSON Schema, or the args do not fit it.
+    A person is never asked to approve what the agent's own schema rules out.
+    """
+    proposal = normalize_prompt(prompt)
+    for request in proposal["action_requests"]:
+        name, args = request["name"], request["args"]
+        problem = _not_json(args)
+        if problem:
+            raise InvalidProposal(f"The proposed arguments of {name!r} are not JSON: {problem}.")
+        schema = review_config(proposal, name).get("args_schema")
+        if schema is None:
+            continue
+        validator = _validator(schema, f"The args_schema of {name!r}", InvalidProposal)
+        violation = _violation(validator, args)
+        if violation:
+            raise InvalidProposal(
+                f"The proposed arguments of {name!r} do not fit its args_schema: {violation}")
+    return proposal
+
+
+def _check_edited_args(args: Any, schema: Any, action_name: str) -> None:
     if not isinstance(args, dict):
         raise InvalidAnswer(f"Edited arguments for {action_name!r} must be an object.")
-    if schema:
-        try:
-            jsonschema.validate(args, schema)
-        except jsonschema.ValidationError as exc:
-            raise InvalidAnswer(
-                f"Edited arguments for {action_name!r} do not fit its schema: {exc.message}"
-            ) from exc
+    problem = _not_json(args)
+    if problem:
+        raise InvalidAnswer(f"Edited arguments for {action_name!r} are not JSON: {problem}.")
+    if schema is None:
+        return
+    validator = _validator(schema, f"The args_schema of {action_name!r}", InvalidAnswer)
+    violation = _violation(validator, args)
+    if violation:
+        raise InvalidAnswer(
+            f"Edited arguments for {action_name!r} do not fit its schema: {violation}")
 
 
 def validate_response(prompt: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -122,7 +247,7 @@ def validate_response(prompt: dict[str, Any], answer: Any) -> dict[str, Any]:
                 raise InvalidAnswer(f"An edit of {name!r} needs edited_action {{name, args}}.")
             if edited.get("name", name) != name:
                 raise InvalidAnswer(f"An edit may change {name!r}'s arguments, not its name.")
-            _check_args(edited.get("args"), config.get("args_schema"), name)
+            _check_edited_args(edited.get("args"), config.get("args_schema"), name)
             clean["edited_action"] = {"name": name, "args": edited["args"]}
         elif kind in ("reject", "respond"):
             message = decision.get("message")
@@ -137,18 +262,17 @@ def validate_response(prompt: dict[str, Any], answer: Any) -> dict[str, Any]:
 
 
 def validate_question_answer(schema: Any, answer: Any) -> Any:
-    if schema:
-        try:
-            jsonschema.validate(answer, schema)
-        except jsonschema.ValidationError as exc:
-            raise InvalidAnswer(f"The answer does not fit the question's schema: {exc.message}") from exc
+    problem = _not_json(answer)
+    if problem:
+        raise InvalidAnswer(f"The answer is not JSON: {problem}.")
+    if schema is not None:
+        validator = _validator(schema, "The question's answer_schema", InvalidAnswer)
+        violation = _violation(validator, answer)
+        if violation:
+            raise InvalidAnswer(f"The answer does not fit the question's schema: {violation}")
     return answer
 
 
 def check_schema(schema: Any) -> None:
-    if schema is None:
-        return
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise InvalidRequest(f"answer_schema is not a valid JSON Schema: {exc.message}") from exc
+    if schema is not None:
+        _validator(schema, "answer_schema", InvalidRequest)
