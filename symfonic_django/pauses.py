@@ -92,11 +92,15 @@ def create_pause(
     *, run: Run, binding: PauseBinding, kind: str, prompt: Any, answer_schema: Any = None,
     ttl: float | timedelta | None = None, idempotency_key: str | None = None,
 ) -> tuple[Pause, bool]:
-    """Persist a pause of ``run`` (or return the one with the same idempotency key)."""
+    """Persist a pause of ``run`` (or return the one with the same idempotency key).
+
+    An approval whose action args do not fit their own ``args_schema`` is refused
+    with ``InvalidProposal`` before anything is written.
+    """
     if kind not in PauseKind.values:
         raise InvalidRequest(f"kind must be one of {PauseKind.values}, not {kind!r}.")
     if kind == PauseKind.APPROVAL:
-        prompt = hitl.normalize_prompt(prompt)
+        prompt = hitl.validate_proposal(prompt)
         digest = hitl.action_digest(prompt)
     else:
         hitl.check_schema(answer_schema)

@@ -35,7 +35,7 @@ from . import pauses, runs
 from .agents.base import Agent
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
-from .exceptions import InteractionConfigurationError
+from .exceptions import InteractionConfigurationError, InvalidProposal
 from .models import Pause, Run, TurnEvent
 from .runs import LeaseLost
 from .scopes import load_scope, load_scope_for_turn
@@ -276,9 +276,10 @@ async def stream_turn(run: Run, *, worker: str, agent: Agent | None = None, scop
     ``run`` is as ``runs.claim`` returned it (its ``epoch`` and stored
     ``turn.started``). Every event is stored before it is yielded or
     announced. The turn ends in exactly one terminal event: ``turn.paused`` if
-    it requested pauses, ``turn.failed`` if the agent raised, else
-    ``turn.completed``. A consumer that stops early closes the agent's stream
-    and fails the run. A turn that lost its lease writes nothing more: the
+    it requested pauses, ``turn.failed`` if the agent raised (code
+    ``invalid_proposal`` when it proposed args outside their own schema, else
+    ``agent_error``), else ``turn.completed``. A consumer that stops early
+    closes the agent's stream and fails the run. A turn that lost its lease writes nothing more: the
     reaper owns its ending.
     """
     started = run.started_event  # type: ignore[attr-defined]
@@ -323,6 +324,9 @@ async def stream_turn(run: Run, *, worker: str, agent: Agent | None = None, scop
     except GeneratorExit:
         terminal = ev.TurnFailed(code="stream_closed", message="the consumer stopped reading")
         raise
+    except InvalidProposal as exc:  # a refusal with its reason in words, not a crash to trace
+        log.warning("run %s failed: %s", run.pk, exc.detail)
+        terminal = ev.TurnFailed(code=exc.code, message=exc.detail)
     except Exception as exc:  # the agent failed: the turn ends failed, never half-done
         log.exception("run %s failed", run.pk)
         terminal = ev.TurnFailed(code="agent_error", message=f"{type(exc).__name__}: {exc}")
