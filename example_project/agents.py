@@ -1,38 +1,74 @@
 """The refund agent: proposes a refund, waits for approval, then records it.
 
-Registered as ``refund``; input ``{"order_id": str, "amount": number}``.
+Registered as ``refund``; input ``{"order_id": str, "amount": number}``, the
+amount above 0, at most 10,000, with at most 2 decimal places. The input is
+the proposed refund's arguments, so an input outside ``REFUND_ARGS_SCHEMA``
+fails the turn with ``invalid_proposal`` before any pause exists.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from symfonic_django import afenced, request_pause
+from symfonic_django.agents.base import Continuation, TurnContext
 from symfonic_django.events import (
+    Event,
     MessageCompleted,
     MessageDelta,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
 )
+from symfonic_django.hitl import validate_proposal
 
+#: What a refund is. ``multipleOf: 0.01`` is "at most two decimal places": the app
+#: checks it on the decimal the number is written as (jsonschema on its own divides
+#: binary floats and refuses 19.99). Within these bounds every amount fits
+#: ``Refund.amount`` (12 digits, 2 places) exactly, and ``order_id`` fits its column.
 REFUND_ARGS_SCHEMA = {
     "type": "object",
-    "properties": {"order_id": {"type": "string", "minLength": 1},
-                   "amount": {"type": "number", "exclusiveMinimum": 0}},
+    "properties": {
+        "order_id": {"type": "string", "minLength": 1, "maxLength": 100},
+        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 10000,
+                   "multipleOf": 0.01},
+    },
     "required": ["order_id", "amount"],
     "additionalProperties": False,
 }
 
+CENT = Decimal("0.01")
+
+
+def refund_prompt(args: dict[str, Any]) -> dict[str, Any]:
+    """The approval the agent asks for: one ``refund`` action held to its schema."""
+    return {
+        "action_requests": [{
+            "name": "refund", "args": args,
+            "description": f"Refund {args.get('amount')} on order {args.get('order_id')}",
+        }],
+        "review_configs": [{
+            "action_name": "refund",
+            "allowed_decisions": ["approve", "edit", "reject", "respond"],
+            "args_schema": REFUND_ARGS_SCHEMA,
+        }],
+    }
+
 
 def record_refund(order_id: str, amount: Any, run_id: str) -> dict[str, Any]:
+    """Store the approved refund exactly as approved; the result says what the row holds."""
     from example_project.shop.models import Refund
 
-    refund, _ = Refund.objects.get_or_create(
-        run_id=run_id, defaults={"order_id": order_id, "amount": Decimal(str(amount))})
+    refund = Refund(order_id=order_id, amount=Decimal(str(amount)), run_id=run_id)
+    # The schema refused such values before anyone approved them. Should one get here
+    # anyway, the row's own validators refuse it rather than the database rounding it.
+    refund.clean_fields()
+    refund, _ = Refund.objects.get_or_create(run_id=run_id, defaults={
+        "order_id": refund.order_id, "amount": refund.amount.quantize(CENT)})
     return {"refund_id": refund.pk, "order_id": refund.order_id, "amount": str(refund.amount)}
 
 
@@ -40,35 +76,26 @@ class RefundAgent:
     def __init__(self, tenant: Any) -> None:
         self.tenant = tenant
 
-    async def start_typed(self, context: Any, input: dict[str, Any]):
-        order_id, amount = str(input["order_id"]), input["amount"]
-        yield MessageDelta(text=f"Order {order_id} qualifies for a refund of {amount}. ")
+    async def start_typed(self, context: TurnContext, input: Any) -> AsyncGenerator[Event, None]:
+        given = input if isinstance(input, dict) else {}
+        args = {key: given[key] for key in ("order_id", "amount") if key in given}
+        # The proposal is the input: refuse a bad one before saying anything about it.
+        prompt = validate_proposal(refund_prompt(args))
+        yield MessageDelta(
+            text=f"Order {args['order_id']} qualifies for a refund of {args['amount']}. ")
         yield MessageCompleted(text="I need a person to approve it.")
-        await request_pause(
-            kind="approval",
-            idempotency_key="refund",
-            prompt={
-                "action_requests": [{
-                    "name": "refund", "args": {"order_id": order_id, "amount": amount},
-                    "description": f"Refund {amount} on order {order_id}",
-                }],
-                "review_configs": [{
-                    "action_name": "refund",
-                    "allowed_decisions": ["approve", "edit", "reject", "respond"],
-                    "args_schema": REFUND_ARGS_SCHEMA,
-                }],
-            },
-        )
+        await request_pause(kind="approval", idempotency_key="refund", prompt=prompt)
 
-    async def continue_recovered_typed(self, continuation: Any, *, prepared_plan: Any = None,
-                                       event_guard: Any = None):
+    async def continue_recovered_typed(
+        self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
+    ) -> AsyncGenerator[Event, None]:
         answer = continuation.answer
-        parent_input = await sync_to_async(_parent_input)(continuation.paused_run_id)
         decision = (answer or {}).get("decisions", [{}])[0] if isinstance(answer, dict) else {}
         kind = decision.get("type")
         if kind in ("approve", "edit"):
-            args = decision["edited_action"]["args"] if kind == "edit" else {
-                "order_id": parent_input["order_id"], "amount": parent_input["amount"]}
+            # What the reviewer approved: the edited args, or the proposal as shown.
+            args = decision["edited_action"]["args"] if kind == "edit" else await sync_to_async(
+                _proposed_args)(continuation.run.resumed_from_id)
             call_id = f"refund-{continuation.run.pk}"
             yield ToolStarted(tool_call_id=call_id, name="refund", args=args)
             # Money moves only while this worker still holds the run: the refund row and
@@ -88,10 +115,12 @@ class RefundAgent:
             yield TurnCompleted(output={"refunded": False, "reason": reason})
 
 
-def _parent_input(run_id: str) -> dict[str, Any]:
-    from symfonic_django.models import Run
+def _proposed_args(pause_id: Any) -> dict[str, Any]:
+    from symfonic_django.models import Pause
 
-    return Run.objects.values_list("input", flat=True).get(pk=run_id)
+    prompt: dict[str, Any] = Pause.objects.values_list("prompt", flat=True).get(pk=pause_id)
+    args: dict[str, Any] = prompt["action_requests"][0]["args"]
+    return args
 
 
 def refund_agent(tenant: Any) -> RefundAgent:
