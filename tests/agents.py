@@ -186,3 +186,20 @@ def fenced_agent(scope: Any) -> FencedAgent: return FencedAgent()
 def stream_agent(scope: Any) -> StreamAgent: return StreamAgent()
 def where_agent(scope: Any) -> WhereAgent: return WhereAgent()
 def scope_agent(scope: Any) -> ScopeAgent: return ScopeAgent(scope)
+
+
+class ProposalAgent(EchoAgent):
+    """Proposes ``ship`` with its input's ``args``, held to ``APPROVE_PROMPT``'s args_schema
+    (or to the input's ``schema``, which may itself be broken)."""
+
+    async def start_typed(self, context: Any, input: Any):
+        yield MessageDelta(text="proposing")
+        config = dict(APPROVE_PROMPT["review_configs"][0])
+        if "schema" in input:
+            config["args_schema"] = input["schema"]
+        await request_pause(kind="approval", idempotency_key="ship", prompt={
+            "action_requests": [{"name": "ship", "args": input["args"]}],
+            "review_configs": [config]})
+
+
+def proposal_agent(scope: Any) -> ProposalAgent: return ProposalAgent()

@@ -23,6 +23,7 @@ SYMFONIC = {
         "stream": "tests.agents.stream_agent",
         "where": "tests.agents.where_agent",
         "scope": "tests.agents.scope_agent",
+        "proposal": "tests.agents.proposal_agent",
     },
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
