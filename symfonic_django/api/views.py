@@ -1,4 +1,4 @@
-"""The HTTP API: thin views over the pause state machine and the runner.
+"""The HTTP API: thin views over the pause and run state machines.
 
 Every view answers errors as ``{"code", "detail"}`` (``errors.py``); every
 object lookup goes through ``get_object()`` on a queryset already narrowed to
@@ -30,10 +30,10 @@ from rest_framework.views import APIView
 from .. import pauses
 from ..conf import settings
 from ..continuation import redeem_token
-from ..events import wire_rows
+from ..delivery import may_hold_tokens, wire_events
 from ..exceptions import InvalidRequest, PayloadTooLarge, PermissionDenied
 from ..models import AnsweredVia, IdempotentResponse, Pause, PauseKind, PauseStatus, Run
-from ..runner import start_run
+from ..runs import start_run
 from ..scopes import reviewer_scope_keys
 from ..tokens import mint_watch_ticket
 from . import serializers as s
@@ -308,4 +308,5 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
         if not after.isdigit():
             raise InvalidRequest("after must be a non-negative integer.")
         rows = list(run.events.filter(seq__gt=int(after)).order_by("seq")[:1000])
-        return Response({"results": wire_rows(rows, run.root_run_id)})
+        return Response({"results": wire_events(
+            rows, run, with_tokens=may_hold_tokens(request.user, run))})
