@@ -32,6 +32,8 @@ chromium:
 
 test: install install312 services chromium
 	$(VENV)/bin/ruff check symfonic_django example_project tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) manage.py makemigrations --check --dry-run
 	bash scripts/install_check.sh
@@ -64,6 +66,8 @@ bench: install services
 
 lint: install
 	$(VENV)/bin/ruff check symfonic_django example_project tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) .venv312 demo.sqlite3 artifacts .demo-seed.txt

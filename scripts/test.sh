@@ -6,8 +6,7 @@
 #                      with real processes (marker `services`: Celery worker races, SIGKILL,
 #                      duplicate delivery, websocket and browser e2e) and the schema fuzz.
 #   django52-sqlite    Python 3.11, Django 5.2, SQLite: everything not marked `postgres`.
-#   django6-postgres   Python 3.12, Django 6.x, PostgreSQL: everything not marked `services`,
-#                      without the schema fuzz (a daphne process, minutes of requests).
+#   django6-postgres   Python 3.12, Django 6.x, PostgreSQL: everything not marked `services`.
 #   django6-sqlite     Python 3.12, Django 6.x, SQLite: everything not marked `postgres`.
 #
 # The real-process suites run once, on the deployment's base (PostgreSQL, Django 5.2 LTS):
@@ -16,8 +15,6 @@ set -u
 cd "$(dirname "$0")/.."
 PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432/symfonic}
 REDIS_URL_TEST=${REDIS_URL_TEST:-redis://127.0.0.1:6379/9}
-# The schema fuzz starts a server process like the `services` suites; it is not marked so.
-FUZZ=tests/api/test_schema_fuzz.py
 mkdir -p artifacts
 status=0
 legs=()
@@ -52,7 +49,7 @@ fi
 run_leg django52-postgres .venv/bin/python "$PG_URL" ""
 run_leg django52-sqlite .venv/bin/python "" "not postgres"
 if [ $django6 = yes ]; then
-  run_leg django6-postgres .venv312/bin/python "$PG_URL" "not services" --ignore="$FUZZ"
+  run_leg django6-postgres .venv312/bin/python "$PG_URL" "not services"
   run_leg django6-sqlite .venv312/bin/python "" "not postgres"
 else
   legs+=("django6=not-run")

@@ -9,10 +9,12 @@ the caller's scopes, then the state machine re-reads the row under
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import IntegrityError
+from django.db.models import QuerySet
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -23,6 +25,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
@@ -60,7 +63,7 @@ class SymfonicAPIView(APIView):
     # bare 400 that is not the pinned error body.
     parser_classes = [JSONParser]
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
 
     def get_authenticate_header(self, request: Request) -> str:
@@ -82,13 +85,14 @@ class SymfonicAPIView(APIView):
         super().initial(request, *args, **kwargs)
 
 
-def _body(serializer_class: type, request: Request) -> dict[str, Any]:
+def _body(serializer_class: type[Serializer[Any]], request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise InvalidRequest("The request body must be a JSON object.")
     serializer = serializer_class(data=request.data)
     if not serializer.is_valid():
         raise ValidationError(serializer.errors)
-    return serializer.validated_data
+    validated: dict[str, Any] = serializer.validated_data
+    return validated
 
 
 def accepted(pause: Pause | None, run_id: Any | None) -> Response:
@@ -106,7 +110,7 @@ def accepted_resolution(resolution: pauses.Resolution) -> Response:
     return accepted(resolution.pause, continuation.pk if continuation is not None else None)
 
 
-def idempotent(request: Request, caller: str, handle: Any) -> Response:
+def idempotent(request: Request, caller: str, handle: Callable[[], Response]) -> Response:
     """Replay the stored 202 for a repeated ``Idempotency-Key`` from the same caller.
 
     A key names one request: the same key sent to another pause (or endpoint)
@@ -118,7 +122,7 @@ def idempotent(request: Request, caller: str, handle: Any) -> Response:
     key = hashlib.sha256(f"{request.method} {request.path} {given}".encode()).hexdigest()
     stored = IdempotentResponse.objects.filter(caller=caller, key=key).first()
     if stored is not None:
-        return Response(stored.body, status=stored.status)
+        return Response(stored.body, status=int(stored.status))
     response = handle()
     if response.status_code == status.HTTP_202_ACCEPTED:
         try:
@@ -146,7 +150,7 @@ class PauseCursorPagination(CursorPagination):
         except NotFound:
             cursor = None
         else:
-            if cursor is None or cursor.position is None or _is_datetime(cursor.position):
+            if cursor is None or cursor.position is None or _is_datetime(str(cursor.position)):
                 return cursor
         raise InvalidRequest("The cursor is malformed; follow the next and previous links.")
 
@@ -159,14 +163,14 @@ def _is_datetime(value: str) -> bool:
 
 
 class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                   viewsets.GenericViewSet):
+                   viewsets.GenericViewSet[Pause]):
     """Pauses the caller may review, and the three ways to answer one."""
 
     serializer_class = s.PauseSerializer
     pagination_class = PauseCursorPagination
     permission_classes = [IsAuthenticated]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Pause]:
         qs = Pause.objects.in_scopes(reviewer_scope_keys(self.request.user)).select_related(
             "answered_by")
         params = self.request.query_params
@@ -203,7 +207,8 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    def _transition(self, request: Request, body: type, move: Any) -> Response:
+    def _transition(self, request: Request, body: type[Serializer[Any]],
+                    move: Callable[..., pauses.Resolution]) -> Response:
         """Look the pause up in the caller's scopes, then ``move`` it through the state machine.
 
         ``move(pause_id, data, common)`` calls one transition of ``pauses``;
@@ -249,7 +254,8 @@ class ResumeThrottle(ScopedRateThrottle):
     def get_rate(self) -> str:
         # Read the rates now, not at import (DRF's THROTTLE_RATES is a class
         # attribute), so a changed REST_FRAMEWORK setting takes effect.
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or self.default_rate
+        rate = api_settings.DEFAULT_THROTTLE_RATES.get(self.scope or "")
+        return str(rate) if rate else self.default_rate
 
 
 class ResumeView(SymfonicAPIView):
@@ -273,13 +279,13 @@ class ResumeView(SymfonicAPIView):
         return idempotent(request, caller, handle)
 
 
-class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Run]):
     """Start a turn, read it, and read its stored events."""
 
     serializer_class = s.RunSerializer
     permission_classes = [IsAuthenticated]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Run]:
         return Run.objects.in_scopes(reviewer_scope_keys(self.request.user))
 
     @extend_schema(request=s.RunCreateRequestSerializer, responses=ACCEPTED)

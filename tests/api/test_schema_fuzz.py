@@ -49,7 +49,7 @@ from symfonic_django.turns import execute_run
 
 from ..conftest import paused_run
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.postgres, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 #: Generated cases per operation and generation mode (alice and bob share them).
 EXAMPLES = 10

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from django.core import signing
+from django.utils import timezone
 from websockets.exceptions import InvalidStatus
 
 from example_project.shop.models import Refund
@@ -191,10 +192,13 @@ def test_a_pause_approved_while_redis_is_down_still_continues_once_it_is_back(li
     finally:
         live.redis.start()
     assert status == 202, (status, str(body)[:300])
-    sweep = subprocess.run([sys.executable, "manage.py", "symfonic_reap", "--stalled-after", "0"],
+    # Its message is overdue once nobody claimed it for RESEND_AFTER (10 s): say it is now.
+    assert Run.objects.filter(parent=pause.run_id, status=RunStatus.QUEUED).update(
+        resend_after=timezone.now()) == 1
+    sweep = subprocess.run([sys.executable, "manage.py", "symfonic_reap"],
                            cwd=ROOT, env=live.env, capture_output=True, text=True, timeout=60)
     assert sweep.returncode == 0, sweep.stderr[-2000:]
-    assert "requeued 1 run(s)" in sweep.stdout
+    assert "sent again 1 overdue run(s)" in sweep.stdout
     wait_for(lambda: Run.objects.filter(parent=pause.run_id, status=RunStatus.COMPLETED).exists(),
              timeout=30, what="the continuation approved while Redis was down to run")
 
