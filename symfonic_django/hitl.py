@@ -149,7 +149,7 @@ def _validator(schema: Any, what: str, refusal: type[SymfonicError]) -> Validato
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise refusal(f"{what} is not a valid JSON Schema: {exc.message}") from exc
+        raise refusal(f"{what} is not a valid JSON Schema: {exc.message}.") from exc
     return _exact(cls)(schema)
 
 
@@ -202,7 +202,7 @@ def validate_proposal(prompt: Any) -> dict[str, Any]:
         violation = _violation(validator, args)
         if violation:
             raise InvalidProposal(
-                f"The proposed arguments of {name!r} do not fit its args_schema: {violation}")
+                f"The proposed arguments of {name!r} do not fit its args_schema: {violation}.")
     return proposal
 
 
@@ -218,7 +218,7 @@ def _check_edited_args(args: Any, schema: Any, action_name: str) -> None:
     violation = _violation(validator, args)
     if violation:
         raise InvalidAnswer(
-            f"Edited arguments for {action_name!r} do not fit its schema: {violation}")
+            f"Edited arguments for {action_name!r} do not fit its schema: {violation}.")
 
 
 def validate_response(prompt: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -269,7 +269,7 @@ def validate_question_answer(schema: Any, answer: Any) -> Any:
         validator = _validator(schema, "The question's answer_schema", InvalidAnswer)
         violation = _violation(validator, answer)
         if violation:
-            raise InvalidAnswer(f"The answer does not fit the question's schema: {violation}")
+            raise InvalidAnswer(f"The answer does not fit the question's schema: {violation}.")
     return answer
 
 
