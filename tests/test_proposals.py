@@ -15,8 +15,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from rest_framework.test import APIClient
 
 from example_project.agents import REFUND_ARGS_SCHEMA
+from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Refund
 from symfonic_django import hitl, pauses
 from symfonic_django.exceptions import InvalidAnswer, InvalidProposal
@@ -194,3 +196,22 @@ def test_the_refund_stores_exactly_what_was_approved(tenants, proposed, edited, 
                                    "order_id": "S-1", "amount": stored}
     tool = TurnEvent.objects.get(run=continuation, type="tool.completed").data
     assert tool["result"]["amount"] == stored
+
+
+# --- from outside ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("amount", [0.004, -1, 1e300])
+def test_an_edit_through_the_api_outside_the_schema_is_a_400_and_changes_nothing(tenants,
+                                                                                amount):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {seed_users()['alice']['token']}")
+    _, pause = paused_run("refund", {"order_id": "H-1", "amount": 40})
+    before = snapshot(pause)
+    response = client.post(f"/api/symfonic/pauses/{pause.pk}/approve/",
+                           {"edited_args": {"order_id": "H-1", "amount": amount}}, format="json")
+    body = response.json()
+    assert (response.status_code, body["code"]) == (400, "invalid_answer"), body
+    assert body["detail"].startswith("Edited arguments for 'refund' do not fit its schema: ")
+    assert body["detail"].endswith(".")
+    assert snapshot(pause) == before
+    assert Decision.objects.count() == 0 and Refund.objects.count() == 0
