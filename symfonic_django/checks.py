@@ -36,7 +36,7 @@ LEGACY_KEYS = {
 #: Hooks that may be left unset (None); every other hook needs a callable.
 OPTIONAL_HOOKS = frozenset({"REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION"})
 
-_POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES")
+_POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES", "IDEMPOTENCY_RETENTION")
 
 
 def _user_settings() -> Any:
@@ -83,6 +83,14 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             errors.append(Error(f"SYMFONIC[{key!r}] must be a positive integer, not {value!r}.",
                                 hint=f"The default is {DEFAULTS[key]}.",
                                 id="symfonic_django.E003"))
+    event_retention = user.get("EVENT_RETENTION", DEFAULTS["EVENT_RETENTION"])
+    if event_retention is not None and (
+            not isinstance(event_retention, int) or isinstance(event_retention, bool)
+            or event_retention <= 0):
+        errors.append(Error(f"SYMFONIC['EVENT_RETENTION'] must be None (keep events for ever) "
+                            f"or a positive integer of seconds, not {event_retention!r}.",
+                            hint="The default, None, keeps the events of finished runs for "
+                                 "ever.", id="symfonic_django.E003"))
     cache_seconds = user.get("SCOPE_CACHE_SECONDS", DEFAULTS["SCOPE_CACHE_SECONDS"])
     if (not isinstance(cache_seconds, int | float) or isinstance(cache_seconds, bool)
             or cache_seconds < 0):

@@ -120,6 +120,23 @@ def test_numbers_of_the_wrong_type_are_errors():
     ]
 
 
+@override_settings(SYMFONIC={"IDEMPOTENCY_RETENTION": 0, "EVENT_RETENTION": "30d"})
+def test_retention_values_that_prune_could_not_use_are_errors():
+    assert check_settings() == [
+        Error("SYMFONIC['IDEMPOTENCY_RETENTION'] must be a positive integer, not 0.",
+              hint="The default is 86400.", id="symfonic_django.E003"),
+        Error("SYMFONIC['EVENT_RETENTION'] must be None (keep events for ever) or a positive "
+              "integer of seconds, not '30d'.",
+              hint="The default, None, keeps the events of finished runs for ever.",
+              id="symfonic_django.E003"),
+    ]
+
+
+@override_settings(SYMFONIC={"EVENT_RETENTION": 30 * 86400})
+def test_an_event_retention_in_seconds_is_fine():
+    assert check_settings() == []
+
+
 @override_settings(SYMFONIC={"SCOPE_CACHE_SECONDS": -1})
 def test_a_negative_scope_cache_is_an_error():
     assert check_settings() == [
