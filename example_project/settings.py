@@ -9,12 +9,26 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "example-only-not-secret-" + "x" * 32)
+# The demo (`make demo`, `make smoke`, the test suite) says so with SYMFONIC_DEMO=1: it then
+# runs with DEBUG on and a built-in key. Anything else is a deployment, which must bring its
+# own SECRET_KEY (anyone can sign pause tokens with a public one) and runs with DEBUG off
+# unless it asks: a crash page shows the settings, broker URLs included, to whoever caused it.
+DEMO = os.environ.get("SYMFONIC_DEMO", "") == "1"
+#: Public, so never a deployment's: Django's own prefix makes `check --deploy` flag it too.
+DEMO_SECRET_KEY = "django-insecure-symfonic-demo-only-" + "x" * 32
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEMO:
+        raise ImproperlyConfigured(
+            "Set SECRET_KEY in the environment: the example project refuses to start with its "
+            "built-in key outside the demo (`make demo` sets SYMFONIC_DEMO=1 for you).")
+    SECRET_KEY = DEMO_SECRET_KEY
 SECRET_KEY_FALLBACKS = [k for k in os.environ.get("SECRET_KEY_FALLBACKS", "").split(",") if k]
-DEBUG = os.environ.get("DEBUG", "1") == "1"
+DEBUG = os.environ.get("DEBUG", "1" if DEMO else "0") == "1"
 ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
 
 INSTALLED_APPS = [

@@ -11,6 +11,7 @@ Stable ids, each with a hint:
 - ``symfonic_django.W003`` no Celery broker configured: runs would stay ``queued``
 - ``symfonic_django.W004`` ``CELERY_BROKER_URL`` is set but the current Celery app does not read it
 - ``symfonic_django.W005`` the API is mounted, but DRF's schema class cannot serve its schema
+- ``symfonic_django.W006`` ``DEBUG`` on with a real database (``check --deploy``)
 """
 
 from __future__ import annotations
@@ -216,4 +217,16 @@ def check_sqlite_in_production(app_configs: Any = None, **kwargs: Any) -> list[W
             "SQLite has no row locks: claims stay single-winner, but concurrent reviewers and "
             "workers serialize on one database lock.",
             hint="Deploy on PostgreSQL.", id="symfonic_django.W002")]
+    return []
+
+
+@register(Tags.security, deploy=True)
+def check_debug_with_a_real_database(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """DEBUG's error pages show settings (broker and database URLs) and every SQL query."""
+    engine = django_settings.DATABASES.get("default", {}).get("ENGINE", "")
+    if django_settings.DEBUG and not engine.endswith("sqlite3"):
+        return [Warning(
+            "DEBUG is on while the database is not the embedded SQLite: a crash page would "
+            "show this deployment's settings, and the pauses' data, to whoever caused it.",
+            hint="Set DEBUG = False outside local development.", id="symfonic_django.W006")]
     return []

@@ -2,8 +2,12 @@
 
 import os as _os
 
-from example_project.settings import *  # noqa: F403
-from example_project.settings import SYMFONIC
+# The suite runs the example as the demo does (its built-in key); so do the worker and
+# server processes it starts with these settings.
+_os.environ.setdefault("SYMFONIC_DEMO", "1")
+
+from example_project.settings import *  # noqa: E402, F403
+from example_project.settings import SYMFONIC  # noqa: E402
 
 SYMFONIC = {
     **SYMFONIC,

@@ -21,6 +21,7 @@ from symfonic_django.checks import (
     check_celery,
     check_celery_broker,
     check_channel_layer,
+    check_debug_with_a_real_database,
     check_schema_class,
     check_settings,
     check_sqlite_in_production,
@@ -304,3 +305,26 @@ def test_sqlite_in_production_is_a_warning_under_deploy_checks_only():
 @override_settings(DATABASES=POSTGRES)
 def test_postgresql_in_production_is_fine():
     assert check_sqlite_in_production() == []
+
+
+DEBUG_WARNING = Warning(
+    "DEBUG is on while the database is not the embedded SQLite: a crash page would show this "
+    "deployment's settings, and the pauses' data, to whoever caused it.",
+    hint="Set DEBUG = False outside local development.", id="symfonic_django.W006")
+
+
+@database_override
+@override_settings(DEBUG=True, DATABASES=POSTGRES)
+def test_debug_with_a_real_database_is_a_deploy_warning():
+    assert check_debug_with_a_real_database() == [DEBUG_WARNING]
+    deploy = run_checks(tags=["security"], include_deployment_checks=True)
+    assert DEBUG_WARNING in deploy
+    assert DEBUG_WARNING not in run_checks(tags=["security"])
+
+
+@database_override
+@pytest.mark.parametrize(("debug", "databases"), [(False, POSTGRES), (True, SQLITE)])
+def test_debug_off_or_the_embedded_database_is_fine(debug, databases):
+    with override_settings(DEBUG=debug, DATABASES=databases):
+        assert check_debug_with_a_real_database() == []
+
