@@ -12,11 +12,15 @@ answer itself is then given to ``pauses.answer_pause``, which checks again.
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from . import hitl
+from .conf import settings
 from .exceptions import InvalidAnswer
 from .models import Pause, PauseKind
 
@@ -30,9 +34,105 @@ DECISION_LABELS = {
 #: A string field longer than this is edited in a textarea.
 LONG_TEXT = 200
 
-
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+# --- JSON typed by a reviewer ----------------------------------------------------
+
+# A JSON string (to its closing quote, or to the end if it has none) or a bracket: what
+# lies inside a string never opens or closes a level.
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
+# What neither PostgreSQL's text nor its jsonb can hold; in a Python str every
+# surrogate is a lone one (json.loads joins an escaped pair into one character).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:40]} is too large to store")
+    return number
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value ``text`` spells, or ``ValueError`` saying, after "it is", why not.
+
+    The nesting depth is bounded before parsing (``SYMFONIC["MAX_JSON_DEPTH"]``),
+    by counting brackets outside strings, since Python's parser recurses once
+    per level and fails with ``RecursionError`` near 1,000. NaN, Infinity and
+    -Infinity, which Python's json accepts by default, are refused, as is a
+    number too large for a float (``1e400`` would be read as Infinity).
+    """
+    limit = settings.MAX_JSON_DEPTH
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                raise ValueError(f"nested deeper than {limit} levels")
+        elif token in "]}":
+            depth -= 1
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    except ValueError as exc:  # JSONDecodeError, a constant or a number refused, a huge integer
+        raise ValueError(f"not valid JSON: {exc}") from exc
+
+
+def unstorable(value: Any) -> str | None:
+    """What in ``value`` (its strings and keys, at any depth) the database cannot
+    store: "a NUL character" or "a lone surrogate (U+D800)"; ``None`` if nothing."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str):
+            found = _UNSTORABLE.search(item)
+            if found is None:
+                continue
+            char = found.group()
+            return "a NUL character" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
+    return None
+
+
+class BoundedJSONDecoder(json.JSONDecoder):
+    """``parse_json`` as a decoder, for ``forms.JSONField``, which re-reads the typed
+    text to show it again: a refusal is the ``JSONDecodeError`` the field catches, and
+    the text is then shown as typed."""
+
+    def decode(self, s: str, *args: Any) -> Any:
+        try:
+            value = parse_json(s)
+        except ValueError as exc:
+            raise json.JSONDecodeError(str(exc), s, 0) from exc
+        if unstorable(value):
+            # Shown as parsed, a lone surrogate could not even be encoded into the page.
+            raise json.JSONDecodeError("a value that cannot be stored", s, 0)
+        return value
+
+
+class JSONAnswerField(forms.JSONField):
+    """A JSON value typed by the reviewer, parsed by ``parse_json``; a refusal says why."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(decoder=BoundedJSONDecoder, **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        if self.disabled or not isinstance(value, str) or value in self.empty_values:
+            return super().to_python(value)
+        try:
+            return parse_json(value)
+        except ValueError as exc:
+            raise ValidationError(f"This value is {exc}.", code="invalid") from exc
 
 
 # --- approvals ---------------------------------------------------------------
@@ -87,9 +187,9 @@ class ApprovalForm(forms.Form):
             field = f"args_{index}"
             raw = self.cleaned_data.get(field) or ""
             try:
-                args = json.loads(raw)
+                args = parse_json(raw)
             except ValueError as exc:
-                self.add_error(field, f"The arguments of {name} are not valid JSON: {exc}.")
+                self.add_error(field, f"The arguments of {name} are {exc}.")
                 return None, field
             return {"type": "edit", "edited_action": {"name": name, "args": args}}, field
         if kind in ("reject", "respond"):
@@ -109,6 +209,12 @@ class ApprovalForm(forms.Form):
                 continue  # the field already carries its error
             decision, field = self._decision(i, kind)
             if decision is None:
+                continue
+            problem = unstorable(decision)
+            if problem:
+                what = ("arguments of {} contain" if field.startswith("args_")
+                        else "message on {} contains").format(request["name"])
+                self.add_error(field, f"The {what} {problem}, which cannot be stored.")
                 continue
             # The state machine's own rule, applied to this one action so the
             # mistake is shown next to its field.
@@ -181,7 +287,7 @@ def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
                                widget=forms.Textarea(attrs={"rows": 4}) if long else None,
                                **common)
     common["help_text"] = common["help_text"] or "A JSON value."
-    return forms.JSONField(required=required,
+    return JSONAnswerField(required=required,
                            widget=forms.Textarea(attrs={"rows": 4, "class": "symfonic-json"}),
                            **common)
 
@@ -230,6 +336,12 @@ class QuestionForm(forms.Form):
                       if value is not None and value != ""}
         else:
             answer = cleaned.get(self.ROOT)
+        for name, value in list(cleaned.items()):  # add_error() drops the name from cleaned
+            problem = unstorable(value)
+            if problem:
+                self.add_error(name, f"It holds {problem}, which cannot be stored.")
+        if self.errors:
+            return cleaned
         try:
             self.answer = hitl.validate_question_answer(self.schema, answer)
         except InvalidAnswer as exc:
