@@ -8,6 +8,10 @@ Runs, events, pauses and decisions are machine-written, so they are read-only
 rows. A pause is answered on its own page through ``pauses.answer_pause``,
 or in bulk through ``pauses.approve`` / ``pauses.reject``; the admin never
 writes a status itself, and shows a refusal as the exception's words.
+
+No input is a 500 (DESIGN section 6): the answer forms refuse what the database
+cannot store (``forms``), the lists filter only by the filters they offer, and
+a NUL in a filter or an action's id that is not an id is a 400.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.contrib.admin import helpers
+from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import connections, router
-from django.db.models import Count, Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Field, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -226,6 +231,17 @@ class EstimatingPaginator(PaginatorBase):
         return max(counted, estimate)
 
 
+def _filtered_by(spec: Any) -> str:
+    """The field path or query parameter a ``list_filter`` entry filters by."""
+    if isinstance(spec, tuple | list):  # (field, FieldListFilter class)
+        spec = spec[0]
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, Field):
+        return str(spec.name)
+    return str(spec.parameter_name)  # a SimpleListFilter
+
+
 class ScopedReadOnlyAdmin(ModelAdminBase):
     """Rows of the scopes the user may review, read-only; anything else is a 404."""
 
@@ -247,6 +263,31 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
         if keys == ALL_SCOPES:
             return queryset
         return queryset.filter(**{f"{self.scope_field}__in": keys})
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        """Filters only by the list's own filters, never with a NUL character.
+
+        Django allows a lookup on any local field and hands its value to the
+        database: PostgreSQL refused a NUL in text and an integer past its
+        column's range (``?attempts__gt=`` and 30 digits), each a 500. A lookup
+        refused here is Django's 400 (``DisallowedModelAdminLookup``).
+        """
+        if "\x00" in lookup or "\x00" in value:
+            return False
+        offered = [_filtered_by(spec) for spec in self.get_list_filter(request)]
+        return (any(lookup == name or lookup.startswith(f"{name}__") for name in offered)
+                and super().lookup_allowed(lookup, value, request))
+
+    def changelist_view(self, request: HttpRequest,
+                        extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        # An action's selection is filtered as ``pk__in``, where an id that is not one
+        # (``not-a-uuid``, a NUL) raised ValidationError: a 500. A page only sends real ids.
+        for selected in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
+            try:
+                self.model._meta.pk.to_python(selected)
+            except ValidationError:
+                raise BadRequest("A selected row id is not an id of this list.") from None
+        return super().changelist_view(request, extra_context)
 
     def get_object(self, request: HttpRequest, object_id: str,
                    from_field: str | None = None) -> Any:

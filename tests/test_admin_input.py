@@ -17,17 +17,22 @@ from typing import Any
 import pytest
 from django.db import DataError, transaction
 from django.test import Client
+from django.urls import reverse
 
 from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Tenant
+from symfonic_django import pauses
 from symfonic_django.conf import settings as symfonic_settings
 from symfonic_django.forms import ApprovalForm, QuestionForm
-from symfonic_django.models import Decision, Pause, PauseKind, Run
+from symfonic_django.models import Decision, Pause, PauseKind, Run, RunStatus, TurnEvent
 
 from .conftest import snapshot
 from .test_admin import bare_pause, login, messages_of, page, refund_pause
 
 pytestmark = pytest.mark.django_db
+
+MODELS = ("pause", "run", "turnevent", "decision")
+
 
 @pytest.fixture
 def users(tenants: dict[str, Tenant]) -> dict[str, Any]:
@@ -56,6 +61,10 @@ def refused_in_words(client: Client, pause: Pause, data: dict[str, Any]) -> str:
     assert "The answer was not sent" in said
     assert rows(pause) == before
     return said
+
+
+def changelist(model: str) -> str:
+    return reverse(f"admin:symfonic_django_{model}_changelist")
 
 
 # --- 1. nesting depth --------------------------------------------------------------
@@ -195,3 +204,109 @@ def test_postgresql_refuses_what_the_answer_forms_refuse(users, value):
     pause = bare_pause(kind=PauseKind.QUESTION)
     with pytest.raises((DataError, ValueError)), transaction.atomic():
         Pause.objects.filter(pk=pause.pk).update(answer=value)
+
+
+# --- 4. NUL characters in the changelists' filters and search ----------------------------
+
+NUL_FILTERS = ["scope=%00", "status__exact=%00", "agent__exact=%00", "kind__exact=%00",
+               "type__exact=%00", "action__exact=%00", "via__exact=%00", "%00=1",
+               "scope=acme&status__exact=pending%00"]
+
+
+@pytest.mark.parametrize("who", ["admin", "alice"])
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("query", NUL_FILTERS)
+def test_a_nul_in_a_changelist_filter_is_a_400(users, who, model, query):
+    pause = refund_pause("acme", order="ACME-6")
+    before = rows(pause)
+    response = login(who).get(f"{changelist(model)}?{query}")
+    assert response.status_code == 400
+    assert "Traceback" not in response.content.decode()
+    assert rows(pause) == before
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_nul_in_the_search_box_is_ignored_with_a_message(users, model):
+    # Django's own changelist search form refuses it and lists without a search.
+    refund_pause("acme", order="ACME-7")
+    response = login("alice").get(f"{changelist(model)}?q=%00")
+    assert response.status_code == 200
+    assert response.context["cl"].query == ""
+    assert "Null characters are not allowed." in messages_of(response)
+
+
+@pytest.mark.postgres
+def test_postgresql_refuses_a_nul_in_a_filter(users):
+    """Why the filters above were 500s there."""
+    with pytest.raises((DataError, ValueError)), transaction.atomic():
+        Pause.objects.filter(scope_key="\x00").exists()
+
+
+# --- 5. filters the lists do not offer, unknown choices, ids that are not ids ---------------
+
+@pytest.mark.parametrize("query", [
+    "attempts__gt=" + "9" * 30,  # past an integer column: PostgreSQL refused it, a 500
+    "seq__gt=" + "9" * 30,
+    "input__has_key=x",
+    "id__exact=not-a-uuid",
+    "created_at__gte=zzz",
+    "scope_key__exact=acme",
+])
+@pytest.mark.parametrize("model", MODELS)
+def test_a_filter_the_list_does_not_offer_is_a_400(users, model, query):
+    refund_pause("acme", order="ACME-8")
+    assert login("admin").get(f"{changelist(model)}?{query}").status_code == 400
+
+
+@pytest.mark.parametrize("model, query", [
+    ("pause", "status__exact=zzz"), ("pause", "kind__exact=zzz"), ("pause", "scope=zzz"),
+    ("run", "status__exact=zzz"), ("run", "agent__exact=zzz"), ("run", "scope=zzz"),
+    ("turnevent", "type__exact=zzz"), ("decision", "action__exact=zzz"),
+    ("decision", "via__exact=zzz"),
+])
+def test_an_unknown_value_of_an_offered_filter_is_an_empty_list(users, model, query):
+    pause = refund_pause("acme", order="ACME-9")
+    pauses.approve(pause.pk, actor=None)
+    response = login("alice").get(f"{changelist(model)}?{query}")
+    assert response.status_code == 200
+    assert response.context["cl"].result_count == 0
+
+
+@pytest.mark.parametrize("model, query, expected", [
+    ("pause", "status__exact=pending&scope=acme", 1),
+    ("pause", "kind__exact=approval", 2),
+    ("run", "status__exact=paused&agent__exact=refund&scope=acme", 1),
+    ("turnevent", "type__exact=pause.requested&scope=acme", 1),
+    ("decision", "scope=acme", 0),
+])
+def test_the_offered_filters_still_filter(users, model, query, expected):
+    refund_pause("acme", order="ACME-10")
+    refund_pause("globex", order="GLOBEX-10")
+    response = login("admin").get(f"{changelist(model)}?{query}")
+    assert response.status_code == 200
+    assert response.context["cl"].result_count == expected
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("object_id", ["not-a-uuid", "%00", "9" * 30])
+def test_an_id_that_is_not_one_in_a_change_url_is_a_404(users, model, object_id):
+    response = login("alice").get(f"/admin/symfonic_django/{model}/{object_id}/change/")
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize("selected", ["not-a-uuid", "\x00", "9" * 30])
+def test_a_bulk_action_on_an_id_that_is_not_one_is_a_400_and_changes_nothing(users, selected):
+    pause = refund_pause("acme", order="ACME-11")
+    before = rows(pause)
+    response = login("alice").post(changelist("pause"), {
+        "action": "approve_selected", "_selected_action": [str(pause.pk), selected]})
+    assert response.status_code == 400
+    assert rows(pause) == before
+    failed = Run.objects.create(agent="refund", scope_key="acme", status=RunStatus.FAILED,
+                                input={})
+    response = login("admin").post(changelist("run"), {
+        "action": "retry_selected", "_selected_action": [str(failed.pk), selected]})
+    assert response.status_code == 400
+    failed.refresh_from_db()
+    assert failed.status == RunStatus.FAILED
+    assert not TurnEvent.objects.filter(run=failed).exists()
