@@ -11,7 +11,7 @@ writes a status itself, and shows a refusal as the exception's words.
 
 No input is a 500 (DESIGN section 6): the answer forms refuse what the database
 cannot store (``forms``), the lists filter only by the filters they offer, and
-a NUL in a filter or an action's id that is not an id is a 400.
+a NUL in a filter or a search, or an action's id that is not an id, is a 400.
 """
 
 from __future__ import annotations
@@ -277,6 +277,15 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
         offered = [_filtered_by(spec) for spec in self.get_list_filter(request)]
         return (any(lookup == name or lookup.startswith(f"{name}__") for name in offered)
                 and super().lookup_allowed(lookup, value, request))
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+                           ) -> tuple[QuerySet[Any], bool]:
+        # A changelist's search form already refuses a NUL; the admin's autocomplete
+        # view (``/admin/autocomplete/?term=``) hands its term here unchecked, and
+        # PostgreSQL refused it: a 500.
+        if "\x00" in search_term:
+            raise BadRequest("A search term cannot contain a NUL character.")
+        return super().get_search_results(request, queryset, search_term)
 
     def changelist_view(self, request: HttpRequest,
                         extra_context: dict[str, Any] | None = None) -> HttpResponse:

@@ -235,6 +235,21 @@ def test_a_nul_in_the_search_box_is_ignored_with_a_message(users, model):
     assert "Null characters are not allowed." in messages_of(response)
 
 
+@pytest.mark.parametrize("model, field", [
+    ("pause", "run"), ("turnevent", "run"), ("run", "parent"), ("decision", "pause")])
+def test_a_nul_in_an_autocomplete_search_is_a_400(users, model, field):
+    # Django's autocomplete view searches any admin reached by a foreign key, through
+    # get_search_results, with no search form in front of it.
+    refund_pause("acme", order="ACME-7")
+    alice = login("alice")
+    url = (f"/admin/autocomplete/?app_label=symfonic_django&model_name={model}"
+           f"&field_name={field}&term=")
+    assert alice.get(url + "%00").status_code == 400
+    found = alice.get(url + "acme")
+    assert found.status_code == 200 and len(found.json()["results"]) == 1
+    assert login("bob").get(url + "acme").json()["results"] == []  # acme is not bob's
+
+
 @pytest.mark.postgres
 def test_postgresql_refuses_a_nul_in_a_filter(users):
     """Why the filters above were 500s there."""
