@@ -10,9 +10,13 @@ so rotating the secret does not strand pending pauses.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 import time
-from dataclasses import asdict, dataclass
+import uuid
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -33,6 +37,11 @@ TICKET_MAX_AGE = 3600
 
 _FIELDS = ("jti", "run_id", "root_run_id", "scope_hash", "session_id", "thread_id",
            "checkpoint_id", "pin_hash", "kind", "iat", "exp")
+#: Claims that name rows by id: canonical UUID text, as ``str(uuid)`` writes it.
+_ID_FIELDS = ("jti", "run_id", "root_run_id")
+#: Text no claim may hold: a NUL or a lone surrogate could not be compared with a stored
+#: column, and no token this app mints has one.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +109,60 @@ def verify_token(token: Any, *, now: float | None = None) -> PauseClaims:
     if not isinstance(values, list) or len(values) != len(_FIELDS):
         raise InvalidPauseToken("The pause token's claims are malformed.")
     claims = PauseClaims(*values)
-    if not isinstance(claims.exp, int) or not isinstance(claims.jti, str):
+    if not _well_typed(claims):
         raise InvalidPauseToken("The pause token's claims are malformed.")
     if claims.exp <= (time.time() if now is None else now):
         raise PauseTokenExpired()
     return claims
+
+
+def _is_id(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def _well_typed(claims: PauseClaims) -> bool:
+    """Every claim of the type this app mints; the ids canonical UUIDs.
+
+    A signature proves who signed, not what: claims signed with a leaked or
+    test key, or by an older release, must still be refused as a token
+    (``invalid_token``) rather than reach a query as a malformed id.
+    """
+    for field in fields(PauseClaims):
+        value = getattr(claims, field.name)
+        if field.name in ("iat", "exp"):
+            if not isinstance(value, int) or isinstance(value, bool):
+                return False
+        elif field.name == "checkpoint_id" and value is None:
+            continue
+        elif not isinstance(value, str) or _UNSTORABLE.search(value):
+            return False
+    return all(_is_id(getattr(claims, name)) for name in _ID_FIELDS)
+
+
+def claimed_pause_id(token: Any) -> str | None:
+    """The pause a token *claims* to name, read without verifying it; ``None`` if none.
+
+    Only for counting failed attempts per pause: nothing read here is trusted.
+    A token is a ``Signer.sign_object`` value, ``<urlsafe base64 of the JSON
+    claims>:<signature>`` (Django documents that signed values are readable,
+    not encrypted), so the ``jti`` of a forged token is as readable as a real one's.
+    """
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH or ":" not in token:
+        return None
+    payload = token.rsplit(":", 1)[0]
+    try:
+        values = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (binascii.Error, ValueError):
+        return None
+    if not isinstance(values, list) or not values or not _is_id(values[0]):
+        return None
+    jti: str = values[0]
+    return jti
 
 
 def mint_watch_ticket(run_id: str) -> str:

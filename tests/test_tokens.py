@@ -20,6 +20,7 @@ from symfonic_django.tokens import (
     MAX_TOKEN_LENGTH,
     TOKEN_SALT,
     PauseClaims,
+    claimed_pause_id,
     mint_token,
     mint_watch_ticket,
     scope_hash,
@@ -196,3 +197,35 @@ def test_a_watch_ticket_admits_its_own_run_only():
     assert not verify_watch_ticket(ticket[:-1] + ("A" if ticket[-1] != "A" else "B"), run_id)
     assert not verify_watch_ticket(ticket, run_id, max_age=-1)
     assert not verify_watch_ticket(mint_token(claims()), run_id)
+
+
+@pytest.mark.parametrize("claim, value", [
+    ("jti", "not-a-uuid"), ("jti", 42), ("jti", "\x00"), ("jti", None), ("jti", ""),
+    ("jti", "{12345678-1234-5678-1234-567812345678}"), ("run_id", "r"), ("root_run_id", 1),
+    ("scope_hash", None), ("session_id", "\x00"), ("thread_id", "\udfff"), ("pin_hash", []),
+    ("checkpoint_id", {"a": 1}), ("kind", 3), ("iat", "0"), ("iat", False), ("exp", 1e12),
+    ("exp", "9999999999"),
+])
+def test_correctly_signed_claims_of_the_wrong_type_are_invalid(claim, value):
+    """A signature proves who signed, not what: garbage claims are a bad token, not a crash."""
+    forged = mint_token(claims(**{claim: value}))
+    with pytest.raises(InvalidPauseToken):
+        verify_token(forged)
+
+
+def test_claims_with_a_checkpoint_id_of_none_or_text_verify():
+    for checkpoint_id in (None, "", "cp-1"):
+        original = claims(checkpoint_id=checkpoint_id)
+        assert verify_token(mint_token(original)) == original
+
+
+def test_the_claimed_pause_is_read_without_verifying_and_only_from_a_token_shape():
+    original = claims()
+    token = mint_token(original)
+    assert claimed_pause_id(token) == original.jti
+    tampered = token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB")
+    assert claimed_pause_id(tampered) == original.jti  # forged: still names its pause
+    for garbage in (None, 42, "", "no-separator", "!!!:sig", "x" * 5000 + ":s",
+                    mint_token(claims(jti="not-a-uuid")),
+                    signing.Signer(salt=TOKEN_SALT).sign_object({"jti": original.jti})):
+        assert claimed_pause_id(garbage) is None, garbage
