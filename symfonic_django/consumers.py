@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import uuid
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -25,7 +26,7 @@ from .delivery import may_hold_tokens, wire_events
 from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name
 from .models import Run, RunStatus, TurnEvent
 from .scopes import may_review, reviewer_scope_keys
-from .tokens import verify_watch_ticket
+from .tokens import MAX_TOKEN_LENGTH, verify_watch_ticket
 
 #: How often a watcher looks at the database when no doorbell rings (seconds)...
 POLL_INTERVAL = 0.5
@@ -40,9 +41,49 @@ log = logging.getLogger(__name__)
 ENDED = frozenset({RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.FAILED})
 
 CLOSE_NORMAL = 1000
+CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_AUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+
+
+#: ``after`` is a ``seq``, a positive 32-bit integer column: ASCII digits, at most this.
+MAX_AFTER = 2**31 - 1
+#: A watch ticket is ``<run id>:<timestamp>:<signature>`` in URL-safe base64.
+TICKET = re.compile(r"[A-Za-z0-9_:-]+")
+QUERY_KEYS = frozenset({"after", "ticket"})
+
+
+class BadQuery(ValueError):
+    """A websocket query this consumer cannot read; its message is the close reason."""
+
+
+def read_query(raw: bytes) -> tuple[int, str]:
+    """``(after, ticket)`` from a query string; ``BadQuery`` says why it cannot be read.
+
+    Strict, since a query is typed by hand or by an attacker: ASCII only, each
+    known parameter at most once, ``after`` ASCII digits within a ``seq``, and a
+    ticket made of the characters a ticket is made of. Unknown parameters are
+    ignored, as a URL's tracking junk would be.
+    """
+    try:
+        text = raw.decode("ascii")
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=False,
+                          max_num_fields=20, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise BadQuery("The query string is not ASCII and URL-encoded.") from None
+    seen: dict[str, str] = {}
+    for key, value in pairs:
+        if key in QUERY_KEYS and key in seen:
+            raise BadQuery(f"The query gives {key} more than once.")
+        seen[key] = value
+    after = seen.get("after", "0")
+    if not (after.isascii() and after.isdigit() and len(after) <= 10 and int(after) <= MAX_AFTER):
+        raise BadQuery(f"after must be a whole number from 0 to {MAX_AFTER}.")
+    ticket = seen.get("ticket", "")
+    if ticket and (len(ticket) > MAX_TOKEN_LENGTH or not TICKET.fullmatch(ticket)):
+        raise BadQuery("The ticket is malformed.")
+    return int(after), ticket
 
 
 def _authorize(user: Any, run: Run) -> int | None:
@@ -119,11 +160,10 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         # browser as a bare HTTP 403 (daphne), which tells it nothing.
         await self.accept()
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        ticket = (query.get("ticket") or [""])[0]
-        after = (query.get("after") or ["0"])[0]
-        if not after.isdigit():
-            await self.refuse(CLOSE_NOT_FOUND)
+        try:
+            after, ticket = read_query(self.scope.get("query_string", b""))
+        except BadQuery as exc:
+            await self.refuse(CLOSE_BAD_REQUEST, str(exc))
             return
         user = None if ticket else self.scope.get("user")
         if not (verify_watch_ticket(ticket, run_id) if ticket
@@ -135,7 +175,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         except ValueError:
             await self.refuse(CLOSE_NOT_FOUND)
             return
-        self.last_seq = int(after)
+        self.last_seq = after
         self.lock = asyncio.Lock()
         # Join the group and read the rows at once (one database round trip), then read
         # once more after the first events are out: an event stored while the join was
@@ -158,9 +198,9 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         if not self.closed:
             self.poller = asyncio.ensure_future(self.poll())
 
-    async def refuse(self, code: int) -> None:
+    async def refuse(self, code: int, reason: str | None = None) -> None:
         self.closed = True
-        await self.close(code=code)
+        await self.close(code=code, reason=reason)
 
     async def finish(self) -> None:
         if not self.closed:

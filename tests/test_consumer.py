@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from asgiref.sync import async_to_sync
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 
 from symfonic_django import pauses
 from symfonic_django.models import TurnEvent
+from symfonic_django.pauses import token_for
 from symfonic_django.routing import websocket_urlpatterns
 from symfonic_django.tokens import mint_watch_ticket
 from symfonic_django.turns import execute_run
@@ -21,11 +25,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 app = URLRouter(websocket_urlpatterns)
 
 
-def watch(run_id, *, user=None, query: str = "") -> tuple[list[dict], int | None]:
-    """Connect, read until the server closes; return the events and the close code."""
+def watch(run_id, *, user=None, query: str = "", raw_query: bytes | None = None,
+          closed: list[dict] | None = None) -> tuple[list[dict], int | None]:
+    """Connect, read until the server closes; return the events and the close code.
+
+    ``raw_query`` replaces the query string's bytes as a client could send them;
+    ``closed`` receives the close message (its ``reason``).
+    """
 
     async def go():
         comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run_id}/{query}")
+        if raw_query is not None:
+            comm.scope["query_string"] = raw_query
         if user is not None:
             comm.scope["user"] = user
         connected, _ = await comm.connect()
@@ -35,9 +46,9 @@ def watch(run_id, *, user=None, query: str = "") -> tuple[list[dict], int | None
             out = await comm.receive_output(timeout=5)
             if out["type"] == "websocket.close":
                 code = out.get("code")
+                if closed is not None:
+                    closed.append(out)
                 break
-            import json
-
             events.append(json.loads(out["text"]))
         await comm.disconnect()
         return events, code
@@ -108,3 +119,64 @@ def test_after_the_end_closes_at_once_with_nothing_to_send(tenants):
     last = TurnEvent.objects.filter(run=run).count()
     assert watch(run.pk, query=f"?after={last}&ticket={mint_watch_ticket(str(run.pk))}") == (
         [], 1000)
+
+
+# --- a malformed query: accepted, then closed 4400 with a reason (DESIGN section 7) -------------
+
+@pytest.mark.parametrize("query", [
+    "?after=%C2%B2", "?after=-1", "?after=1e3", "?after=2147483648", "?after=" + "9" * 5000,
+    "?after=%00", "?after=1&after=2", "?after=", "?ticket=a&ticket=b", "?ticket=%00",
+    "?ticket=" + "A" * 5000, "?ticket=%E2%9C%93", "?after=%FF", "?" + "&".join(["x=1"] * 50),
+], ids=["superscript-two", "negative", "exponent", "past-32-bits", "5000-digits", "nul",
+        "after-twice", "after-empty", "ticket-twice", "ticket-nul", "ticket-huge",
+        "ticket-not-ascii", "not-utf8", "too-many-fields"])
+def test_a_malformed_query_closes_4400_with_a_reason(tenants, query):
+    run, _ = paused_run()
+    closed: list[dict] = []
+    assert watch(run.pk, query=query, closed=closed) == ([], 4400)
+    assert closed[0]["reason"].endswith(".")
+
+
+def test_a_query_that_is_not_ascii_closes_4400(tenants):
+    run, _ = paused_run()
+    assert watch(run.pk, raw_query="after=\u00b2".encode()) == ([], 4400)
+    assert watch(run.pk, raw_query=b"after=\xff\x00") == ([], 4400)
+
+
+def test_unknown_query_parameters_are_ignored(tenants):
+    run, _ = paused_run()
+    events, code = watch(run.pk, query=f"?utm_source=x&after=3&ticket="
+                                       f"{mint_watch_ticket(str(run.pk))}")
+    assert [e["seq"] for e in events] == [4] and code == 1000
+
+
+# --- who holds a token: only those who may answer (DESIGN sections 6 and 7) ------------------
+
+def requested(events: list[dict]) -> dict:
+    return next(e["data"] for e in events if e["type"] == "pause.requested")
+
+
+def test_a_view_only_reviewer_watching_gets_no_token(tenants):
+    from example_project.shop.models import Membership
+
+    carol = get_user_model().objects.create_user("carol", is_staff=True)
+    carol.user_permissions.add(*Permission.objects.filter(
+        content_type__app_label="symfonic_django", codename__startswith="view_"))
+    Membership.objects.create(user=carol, tenant=tenants["acme"])
+    carol = get_user_model().objects.get(pk=carol.pk)  # no cached permissions
+    run, pause = paused_run()
+    events, code = watch(run.pk, user=carol)
+    assert code == 1000 and requested(events)["pause_id"] == str(pause.pk)
+    assert "token" not in requested(events)
+    assert token_for(pause) not in json.dumps(events)
+
+
+def test_an_answerer_and_a_ticket_holder_watching_get_the_token(tenants):
+    from example_project.shop.management.commands.seed_demo import seed_users
+
+    seed_users()
+    run, pause = paused_run()
+    alice = get_user_model().objects.get(username="alice")
+    assert requested(watch(run.pk, user=alice)[0])["token"] == token_for(pause)
+    ticket = mint_watch_ticket(str(run.pk))
+    assert requested(watch(run.pk, query=f"?ticket={ticket}")[0])["token"] == token_for(pause)
