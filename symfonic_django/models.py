@@ -269,12 +269,22 @@ class RunRetry(AuditRecord):
 
 
 class IdempotentResponse(models.Model):
-    """The first 202 an answer endpoint gave for an ``Idempotency-Key``, per caller."""
+    """One ``Idempotency-Key`` of one caller: in flight, then the 2xx it was answered with.
+
+    The row is written, and committed, before the request's work starts, so a
+    concurrent duplicate finds it in flight (``status`` null, a 409) rather than
+    doing the work twice; ``fingerprint`` (method, path and body) tells a
+    repeat from a different request under the same key (a 422). A request that
+    is refused deletes its row: the key is free for a retry.
+    """
 
     caller = models.CharField(max_length=100)
     key = models.CharField(max_length=200)
-    status = models.PositiveSmallIntegerField()
-    body = models.JSONField()
+    #: SHA-256 of the method, the path and the canonical JSON body.
+    fingerprint = models.CharField(max_length=64, blank=True, default="")
+    #: The response to replay; null while the first request is still in flight.
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    body = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
