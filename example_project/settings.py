@@ -114,6 +114,15 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The API's rate limits are counted in the default cache (SYMFONIC["THROTTLE_CACHE"]): every
+# server process must share it, or each grants a budget of its own (check W007). Django
+# ships the Redis backend; without Redis the demo keeps them in its one process.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": REDIS_URL, "KEY_PREFIX": "symfonic-example"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
 # At its default the memory transport polls once a second; the demo would crawl.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
@@ -146,6 +155,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_RATES": {"symfonic_resume": os.environ.get("SYMFONIC_RESUME_RATE", "120/min")},
+    # How many proxies stand in front of daphne. 0: clients connect directly, and a client's
+    # X-Forwarded-For is ignored (with DRF's default, None, it would pick its own address).
+    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES", "0")),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "symfonic_django API",

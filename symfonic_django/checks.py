@@ -12,6 +12,10 @@ Stable ids, each with a hint:
 - ``symfonic_django.W004`` ``CELERY_BROKER_URL`` is set but the current Celery app does not read it
 - ``symfonic_django.W005`` the API is mounted, but DRF's schema class cannot serve its schema
 - ``symfonic_django.W006`` ``DEBUG`` on with a real database (``check --deploy``)
+- ``symfonic_django.W007`` the API's rate limits counted in a per-process cache (or none)
+  while the deployment runs several processes
+- ``symfonic_django.W008`` DRF's ``NUM_PROXIES`` unset: a client names its own address
+  in ``X-Forwarded-For`` and gets a fresh ``resume/`` budget each time
 """
 
 from __future__ import annotations
@@ -229,4 +233,82 @@ def check_debug_with_a_real_database(app_configs: Any = None, **kwargs: Any) -> 
             "DEBUG is on while the database is not the embedded SQLite: a crash page would "
             "show this deployment's settings, and the pauses' data, to whoever caused it.",
             hint="Set DEBUG = False outside local development.", id="symfonic_django.W006")]
+    return []
+
+
+#: The deepest nesting a request may be allowed. Parsing is not the limit (the
+#: parser sees only bounded bodies), what follows is: jsonschema follows a nested answer
+#: through several frames per level and exhausts Python's recursion limit near 256.
+MAX_JSON_DEPTH_CEILING = 100
+#: Cache backends each process keeps for itself: a limit counted there is per process.
+PER_PROCESS_CACHES = ("LocMemCache", "DummyCache")
+
+
+@register(Tags.compatibility)
+def check_api_limits(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """``MAX_JSON_DEPTH``, ``THROTTLE_CACHE`` and the failed-token limit (E003)."""
+    user = _user_settings()
+    if not isinstance(user, dict):
+        return []  # check_settings says so
+    errors = []
+    for key, least in (("MAX_JSON_DEPTH", 2), ("TOKEN_FAILURE_LIMIT", 1),
+                       ("TOKEN_FAILURE_WINDOW", 1)):
+        value = user.get(key, DEFAULTS[key])
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            errors.append(Error(f"SYMFONIC[{key!r}] must be a whole number of at least {least}, "
+                                f"not {value!r}.", hint=f"The default is {DEFAULTS[key]}.",
+                                id="symfonic_django.E003"))
+    depth = user.get("MAX_JSON_DEPTH", DEFAULTS["MAX_JSON_DEPTH"])
+    if isinstance(depth, int) and depth > MAX_JSON_DEPTH_CEILING:
+        errors.append(Error(
+            f"SYMFONIC['MAX_JSON_DEPTH'] = {depth} lets a request nest deeper than schema "
+            "validation can follow without exhausting Python's recursion limit.",
+            hint=f"Keep it at most {MAX_JSON_DEPTH_CEILING}; the default is "
+                 f"{DEFAULTS['MAX_JSON_DEPTH']}.", id="symfonic_django.E003"))
+    alias = user.get("THROTTLE_CACHE", DEFAULTS["THROTTLE_CACHE"])
+    caches = getattr(django_settings, "CACHES", {}) or {}
+    if not isinstance(alias, str) or alias not in caches:
+        errors.append(Error(f"SYMFONIC['THROTTLE_CACHE'] = {alias!r} is not an alias in CACHES.",
+                            hint=f"Name one of {sorted(caches)}; the default is 'default'.",
+                            id="symfonic_django.E003"))
+    return errors
+
+
+
+@register(Tags.compatibility)
+def check_throttle_cache(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Rate limits hold only in a cache every process shares (the heuristic of W001)."""
+    from .conf import settings
+
+    alias = settings.THROTTLE_CACHE
+    backend = ((getattr(django_settings, "CACHES", {}) or {}).get(alias) or {}).get("BACKEND", "")
+    broker = getattr(django_settings, "CELERY_BROKER_URL", "") or ""
+    dummy = backend.endswith("DummyCache")
+    multi_process = bool(broker) and not broker.startswith("memory")
+    if dummy or (backend.endswith(PER_PROCESS_CACHES) and multi_process):
+        where = ("counts nothing, so resume/ is not rate limited at all" if dummy else
+                 "is kept by each process for itself, so every server process grants a budget "
+                 "of its own")
+        return [Warning(
+            f"The cache the API's rate limits are counted in (CACHES[{alias!r}], "
+            f"{backend.rsplit('.', 1)[-1]}) {where}.",
+            hint="Count them in a cache every process shares: "
+                 "django.core.cache.backends.redis.RedisCache, named by "
+                 "SYMFONIC['THROTTLE_CACHE'] (default 'default').",
+            id="symfonic_django.W007")]
+    return []
+
+
+@register(Tags.security)
+def check_num_proxies(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """DRF reads the client address from X-Forwarded-For unless NUM_PROXIES says otherwise."""
+    from rest_framework.settings import api_settings
+
+    if api_settings.NUM_PROXIES is None:
+        return [Warning(
+            "REST_FRAMEWORK['NUM_PROXIES'] is not set, so DRF takes the client address from "
+            "X-Forwarded-For, which any client can write: each new value gets a fresh resume/ "
+            "rate limit.",
+            hint="Set it to the number of proxies in front of the application server (0 when "
+                 "clients connect directly).", id="symfonic_django.W008")]
     return []

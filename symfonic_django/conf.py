@@ -49,6 +49,16 @@ DEFAULTS: dict[str, Any] = {
     "IDEMPOTENCY_RETENTION": 24 * 3600,
     # Seconds the events of a finished run are kept (None: for ever; symfonic_prune).
     "EVENT_RETENTION": None,
+    # How deeply a JSON request body may nest arrays and objects; deeper is a 400, refused
+    # before the body is parsed (a parser's recursion is not a limit a client may reach).
+    "MAX_JSON_DEPTH": 32,
+    # The Django cache alias the API's rate limits are counted in. Every process of a
+    # deployment must share it (Redis, a database cache), or each one grants its own budget.
+    "THROTTLE_CACHE": "default",
+    # Failed resume/ attempts for one pause, from any address, before further attempts with
+    # tokens that do not verify are refused 429 for the rest of the window (seconds).
+    "TOKEN_FAILURE_LIMIT": 10,
+    "TOKEN_FAILURE_WINDOW": 15 * 60,
 }
 
 IMPORT_STRINGS = frozenset(

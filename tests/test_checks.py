@@ -18,13 +18,16 @@ from example_project.celery import app as example_celery_app
 from symfonic_django import tasks  # noqa: F401  (registers the tasks on the current app)
 from symfonic_django.checks import (
     CELERY_WIRING,
+    check_api_limits,
     check_celery,
     check_celery_broker,
     check_channel_layer,
     check_debug_with_a_real_database,
+    check_num_proxies,
     check_schema_class,
     check_settings,
     check_sqlite_in_production,
+    check_throttle_cache,
 )
 from symfonic_django.conf import DEFAULTS
 
@@ -34,6 +37,10 @@ REDIS_LAYER = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                            "CONFIG": {"hosts": ["redis://127.0.0.1:6379/0"]}}}
 SQLITE = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}}
 POSTGRES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "app"}}
+REDIS_CACHE = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                           "LOCATION": "redis://127.0.0.1:6379/0"}}
+LOCMEM_CACHE = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+DUMMY_CACHE = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
 
 # Overriding DATABASES only changes what the deploy check reads; no query runs.
 database_override = pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
@@ -41,11 +48,12 @@ database_override = pytest.mark.filterwarnings("ignore:Overriding setting DATABA
 
 def all_checks() -> list:
     return (check_settings() + check_celery() + check_celery_broker() + check_channel_layer()
-            + check_schema_class() + check_sqlite_in_production())
+            + check_schema_class() + check_sqlite_in_production() + check_api_limits()
+            + check_throttle_cache() + check_num_proxies())
 
 
 @database_override
-@override_settings(SYMFONIC={}, CHANNEL_LAYERS=REDIS_LAYER,
+@override_settings(SYMFONIC={}, CHANNEL_LAYERS=REDIS_LAYER, CACHES=REDIS_CACHE,
                    CELERY_BROKER_URL="redis://127.0.0.1:6379/1", DATABASES=POSTGRES)
 def test_clean_settings_give_no_message():
     assert all_checks() == []
@@ -54,6 +62,7 @@ def test_clean_settings_give_no_message():
 def test_the_test_settings_are_clean():
     assert check_settings() == [] and check_celery() == [] and check_channel_layer() == []
     assert check_celery_broker() == [] and check_schema_class() == []
+    assert check_api_limits() == [] and check_throttle_cache() == [] and check_num_proxies() == []
 
 
 @override_settings(SYMFONIC={
@@ -61,9 +70,10 @@ def test_the_test_settings_are_clean():
     "SCOPE_KEY": "example_project.shop.scopes.tenant_key",
     "SCOPE_FOR_CLAIMS": lambda claims: None, "OWNER_GUARD": None, "ADMISSION": None,
     "REQUEST_SCOPE": None, "TOKEN_MAX_AGE": 60, "LEASE_SECONDS": 5, "MAX_ANSWER_BYTES": 1,
-    "ON_EXPIRE": "resume"})
+    "ON_EXPIRE": "resume", "MAX_JSON_DEPTH": 100, "THROTTLE_CACHE": "default",
+    "TOKEN_FAILURE_LIMIT": 1, "TOKEN_FAILURE_WINDOW": 1})
 def test_every_known_key_with_a_valid_value_is_accepted():
-    assert check_settings() == []
+    assert check_settings() == [] and check_api_limits() == []
 
 
 @override_settings(SYMFONIC={"CHECKPOINT_PATH": "/var/lib/agent/checkpoints.db"})
@@ -328,3 +338,80 @@ def test_debug_off_or_the_embedded_database_is_fine(debug, databases):
     with override_settings(DEBUG=debug, DATABASES=databases):
         assert check_debug_with_a_real_database() == []
 
+
+
+# --- the API's limits: depth, throttle cache, failed tokens, client address ----------------
+
+@override_settings(SYMFONIC={"MAX_JSON_DEPTH": "32", "TOKEN_FAILURE_LIMIT": 0,
+                             "TOKEN_FAILURE_WINDOW": True, "THROTTLE_CACHE": "throttle"})
+def test_api_limits_of_the_wrong_type_or_range_are_errors():
+    assert check_api_limits() == [
+        Error("SYMFONIC['MAX_JSON_DEPTH'] must be a whole number of at least 2, not '32'.",
+              hint="The default is 32.", id="symfonic_django.E003"),
+        Error("SYMFONIC['TOKEN_FAILURE_LIMIT'] must be a whole number of at least 1, not 0.",
+              hint="The default is 10.", id="symfonic_django.E003"),
+        Error("SYMFONIC['TOKEN_FAILURE_WINDOW'] must be a whole number of at least 1, not True.",
+              hint="The default is 900.", id="symfonic_django.E003"),
+        Error("SYMFONIC['THROTTLE_CACHE'] = 'throttle' is not an alias in CACHES.",
+              hint="Name one of ['default']; the default is 'default'.",
+              id="symfonic_django.E003"),
+    ]
+
+
+@override_settings(SYMFONIC={"MAX_JSON_DEPTH": 1000})
+def test_a_json_depth_schema_validation_cannot_follow_is_an_error():
+    assert check_api_limits() == [Error(
+        "SYMFONIC['MAX_JSON_DEPTH'] = 1000 lets a request nest deeper than schema validation "
+        "can follow without exhausting Python's recursion limit.",
+        hint="Keep it at most 100; the default is 32.", id="symfonic_django.E003")]
+
+
+def throttle_warning(backend: str, where: str) -> Warning:
+    return Warning(
+        f"The cache the API's rate limits are counted in (CACHES['default'], {backend}) "
+        f"{where}.",
+        hint="Count them in a cache every process shares: "
+             "django.core.cache.backends.redis.RedisCache, named by "
+             "SYMFONIC['THROTTLE_CACHE'] (default 'default').",
+        id="symfonic_django.W007")
+
+
+@override_settings(CACHES=LOCMEM_CACHE, CELERY_BROKER_URL="redis://127.0.0.1:6379/1")
+def test_a_per_process_throttle_cache_in_a_multi_process_deployment_is_a_warning():
+    assert check_throttle_cache() == [throttle_warning(
+        "LocMemCache", "is kept by each process for itself, so every server process grants a "
+                       "budget of its own")]
+
+
+@override_settings(CACHES=DUMMY_CACHE, CELERY_BROKER_URL="memory://")
+def test_a_throttle_cache_that_counts_nothing_is_a_warning_anywhere():
+    assert check_throttle_cache() == [throttle_warning(
+        "DummyCache", "counts nothing, so resume/ is not rate limited at all")]
+
+
+@pytest.mark.parametrize(("caches", "broker"), [
+    (LOCMEM_CACHE, "memory://"), (REDIS_CACHE, "redis://127.0.0.1:6379/1"),
+], ids=["embedded", "redis"])
+def test_a_throttle_cache_that_matches_the_deployment_is_fine(caches, broker):
+    with override_settings(CACHES=caches, CELERY_BROKER_URL=broker):
+        assert check_throttle_cache() == []
+
+
+@override_settings(CACHES={**LOCMEM_CACHE, "limits": REDIS_CACHE["default"]},
+                   SYMFONIC={"THROTTLE_CACHE": "limits"},
+                   CELERY_BROKER_URL="redis://127.0.0.1:6379/1")
+def test_the_throttle_cache_is_the_one_throttle_cache_names():
+    assert check_throttle_cache() == []
+
+
+def test_num_proxies_unset_is_a_warning():
+    with override_settings(REST_FRAMEWORK={
+            k: v for k, v in settings.REST_FRAMEWORK.items() if k != "NUM_PROXIES"}):
+        assert check_num_proxies() == [Warning(
+            "REST_FRAMEWORK['NUM_PROXIES'] is not set, so DRF takes the client address from "
+            "X-Forwarded-For, which any client can write: each new value gets a fresh resume/ "
+            "rate limit.",
+            hint="Set it to the number of proxies in front of the application server (0 when "
+                 "clients connect directly).", id="symfonic_django.W008")]
+    with override_settings(REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": 2}):
+        assert check_num_proxies() == []
