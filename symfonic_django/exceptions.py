@@ -39,6 +39,12 @@ class UnknownAgent(InvalidRequest):
     default_detail = "No agent is registered under that name."
 
 
+class InvalidRunInput(InvalidRequest):
+    """A run's input does not fit the ``input_schema`` its agent declares."""
+
+    default_detail = "The input does not fit the agent's input_schema."
+
+
 class InvalidAnswer(SymfonicError):
     code = "invalid_answer"
     status = 400
@@ -133,3 +139,33 @@ class RunNotRetryable(SymfonicError):
     code = "not_retryable"
     status = 409
     default_detail = "Only a failed run can be retried."
+
+
+class IdempotencyInProgress(SymfonicError):
+    """A request with the same ``Idempotency-Key`` from the same caller is still being handled."""
+
+    code = "idempotency_in_progress"
+    status = 409
+    default_detail = ("A request with this Idempotency-Key is still being processed; retry once "
+                      "it has finished.")
+
+
+class IdempotencyKeyReused(SymfonicError):
+    """The ``Idempotency-Key`` was used before by this caller for another method, path or body."""
+
+    code = "idempotency_key_reused"
+    status = 422
+    default_detail = ("This Idempotency-Key was already used for a different request (another "
+                      "body or path); use a new key for a new request.")
+
+
+class Throttled(SymfonicError):
+    """Too many attempts; ``wait`` is the number of seconds after which one may try again."""
+
+    code = "throttled"
+    status = 429
+    default_detail = "Too many attempts; try again later."
+
+    def __init__(self, detail: str | None = None, *, wait: int | None = None) -> None:
+        super().__init__(detail)
+        self.wait = wait

@@ -8,6 +8,7 @@ leaves the pause row, the audit trail and the runs exactly as they were.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import replace
@@ -16,8 +17,10 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.contrib.auth.models import Permission
 from django.core import signing
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from symfonic_django import pauses
 from symfonic_django.continuation import redeem_token
@@ -34,7 +37,14 @@ from symfonic_django.exceptions import (
     ScopeUnknown,
     SymfonicError,
 )
-from symfonic_django.models import Decision, Pause, PauseStatus, Run, TurnEvent
+from symfonic_django.models import (
+    Decision,
+    IdempotentResponse,
+    Pause,
+    PauseStatus,
+    Run,
+    TurnEvent,
+)
 from symfonic_django.pauses import claims_for, token_for
 from symfonic_django.tokens import PauseClaims, mint_token, scope_hash
 
@@ -229,3 +239,216 @@ def test_an_answer_to_an_answered_pause_is_refused(tenants, surface):
             pause)
     pause.refresh_from_db()
     assert pause.answer == {"decisions": [{"type": "reject", "message": "no"}]}
+
+
+# --- hostile HTTP input: a 4xx in the error shape, never a 5xx (finding 2) ---------------------
+
+API = "/api/symfonic/"
+
+
+def http_state(pause: Pause) -> dict[str, Any]:
+    return {**state(pause), "idempotency": IdempotentResponse.objects.count()}
+
+
+def assert_refused_over_http(response: Any, status: int, code: str) -> None:
+    assert response["Content-Type"] == "application/json", response.content[:200]
+    body = response.json()
+    assert (response.status_code, body.get("code")) == (status, code), body
+    assert set(body) == {"code", "detail"} and body["detail"].endswith(".")
+
+
+@pytest.fixture
+def alice(tenants: Any) -> APIClient:
+    from django.contrib.contenttypes.models import ContentType
+
+    from example_project.shop.management.commands.seed_demo import seed_users
+
+    # Until Run's Meta declares start_run (and its migration makes the row), as post_migrate would.
+    Permission.objects.get_or_create(codename="start_run",
+                                     content_type=ContentType.objects.get_for_model(Run),
+                                     defaults={"name": "Can start agent runs"})
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {seed_users()['alice']['token']}")
+    return client
+
+
+def nested(depth: int, inner: str = "1") -> str:
+    return "[" * depth + inner + "]" * depth
+
+
+#: Each endpoint that takes a body: (path for a pause, a body template with one hole).
+BODY_ENDPOINTS = {
+    "resume": ("resume/", '{{"token": {token}, "answer": {hole}}}'),
+    "answer": ("pauses/{pk}/answer/", '{{"answer": {hole}}}'),
+    "approve": ("pauses/{pk}/approve/", '{{"edited_args": {{"qty": {hole}}}}}'),
+    "reject": ("pauses/{pk}/reject/", '{{"comment": {hole}}}'),
+    "runs": ("runs/", '{{"agent": "echo", "input": {hole}}}'),
+}
+
+
+def send(client: APIClient, endpoint: str, pause: Pause, hole: str, **extra: Any) -> Any:
+    path, template = BODY_ENDPOINTS[endpoint]
+    body = template.format(token=json.dumps(token_for(pause)), hole=hole)
+    return client.post(API + path.format(pk=pause.pk), body.encode("utf-8", "surrogatepass"),
+                       content_type="application/json", **extra)
+
+
+@pytest.mark.parametrize("endpoint", list(BODY_ENDPOINTS))
+@pytest.mark.parametrize("depth", [33, 1000, 20000])
+def test_deep_nesting_is_refused_before_it_is_parsed(alice, endpoint, depth, settings):
+    settings.DEBUG = True  # the error page that printed DATABASE_URL is never reached
+    _, pause = paused_run()
+    before = http_state(pause)
+    client = APIClient() if endpoint == "resume" else alice
+    response = send(client, endpoint, pause, nested(depth))
+    assert_refused_over_http(response, 400, "invalid_request")
+    assert "MAX_JSON_DEPTH" in response.json()["detail"]
+    assert http_state(pause) == before
+
+
+def test_nesting_within_the_limit_is_parsed_and_judged_on_its_merits(alice):
+    _, pause = paused_run("question")
+    before = http_state(pause)
+    # The envelope is one level, so an answer may nest 31 more: then it is the answer's turn.
+    response = send(alice, "answer", pause, nested(31))
+    assert_refused_over_http(response, 400, "invalid_answer")
+    assert http_state(pause) == before
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(alice):
+    _, pause = paused_run()
+    message = '"' + "[{\\\"" * 600 + '"'  # brackets and escaped quotes, all in one string
+    response = send(alice, "reject", pause, message)
+    assert response.status_code == 202, response.json()
+    assert Pause.objects.get(pk=pause.pk).answer["decisions"][0]["message"].startswith('[{"[{')
+
+
+def test_max_json_depth_is_a_setting(alice, settings):
+    _, pause = paused_run("question")
+    settings.SYMFONIC = {**settings.SYMFONIC, "MAX_JSON_DEPTH": 3}
+    assert_refused_over_http(send(alice, "answer", pause, '{"color": [[1]]}'),
+                             400, "invalid_request")
+    assert send(alice, "answer", pause, '{"color": "red"}').status_code == 202
+
+
+#: Text no JSON column stores, as a client can send it: escaped in JSON, or as raw bytes.
+UNSTORABLE = {
+    "nul-escape": '"red\\u0000"',
+    "lone-high-surrogate": '"red\\ud800"',
+    "lone-low-surrogate": '"\\udc00red"',
+    "reversed-pair": '"\\ude00\\ud83d"',
+    "raw-nul-byte": '"red\x00"',
+    "raw-surrogate-bytes": '"red\udcedx"',  # CESU-style bytes: not UTF-8
+    "huge-float": "1e400",
+    "nan": "NaN",
+    "infinity": "-Infinity",
+}
+
+
+@pytest.mark.parametrize("endpoint", list(BODY_ENDPOINTS))
+@pytest.mark.parametrize("value", list(UNSTORABLE))
+def test_unstorable_text_and_numbers_are_refused_as_invalid_request(alice, endpoint, value):
+    _, pause = paused_run()
+    before = http_state(pause)
+    client = APIClient() if endpoint == "resume" else alice
+    response = send(client, endpoint, pause, UNSTORABLE[value])
+    assert_refused_over_http(response, 400, "invalid_request")
+    assert http_state(pause) == before
+
+
+@pytest.mark.parametrize("endpoint", ["answer", "runs"])
+def test_unstorable_text_in_a_key_is_refused(alice, endpoint):
+    _, pause = paused_run()
+    before = http_state(pause)
+    response = send(alice, endpoint, pause, '{"\\u0000": 1}')
+    assert_refused_over_http(response, 400, "invalid_request")
+    assert http_state(pause) == before
+
+
+def test_a_token_with_a_nul_character_is_refused_as_invalid_request(tenants):
+    _, pause = paused_run()
+    before = http_state(pause)
+    token = json.dumps(token_for(pause))[:-1] + '\\u0000"'
+    response = APIClient().post(f"{API}resume/", f'{{"token": {token}, "answer": 1}}',
+                                content_type="application/json")
+    assert_refused_over_http(response, 400, "invalid_request")
+    assert http_state(pause) == before
+
+
+def test_a_surrogate_pair_is_a_character_like_any_other(alice):
+    _, pause = paused_run()
+    response = send(alice, "reject", pause, '"too much \\ud83d\\ude00"')
+    assert response.status_code == 202, response.json()
+    assert Pause.objects.get(pk=pause.pk).answer["decisions"][0]["message"] == "too much 😀"
+
+
+@pytest.mark.parametrize("query", [
+    "after=%C2%B2", "after=%D9%A3", "after=-1", "after=1e3", "after=+1", "after=%201",
+    "after=2147483648", "after=" + "9" * 5000, "after=%00", "after=",
+], ids=["superscript-two", "arabic-three", "negative", "exponent", "plus", "space",
+        "past-32-bits", "5000-digits", "nul", "empty"])
+def test_a_malformed_after_on_the_events_is_refused_as_invalid_request(alice, query):
+    run, _ = paused_run()
+    response = alice.get(f"{API}runs/{run.pk}/events/?{query}")
+    assert_refused_over_http(response, 400, "invalid_request")
+
+
+def test_the_largest_after_is_fine(alice):
+    run, _ = paused_run()
+    assert alice.get(f"{API}runs/{run.pk}/events/?after=2147483647").json() == {"results": []}
+
+
+@pytest.mark.parametrize("query", [
+    "page_size=%C2%B2", "page_size=0", "page_size=-5", "page_size=x", "page_size=%00",
+    "page_size=" + "9" * 5000, "status=%00", "kind=%00", "run=%00", "run=" + "a" * 5000,
+    "cursor=%00", "cursor=%FF%FE", "cursor=" + "A" * 5000,
+], ids=["superscript", "zero", "negative", "word", "nul", "5000-digits", "status-nul",
+        "kind-nul", "run-nul", "run-long", "cursor-nul", "cursor-not-utf8", "cursor-long"])
+def test_a_malformed_list_query_is_refused_as_invalid_request(alice, query):
+    paused_run()
+    assert_refused_over_http(alice.get(f"{API}pauses/?{query}"), 400, "invalid_request")
+
+
+def test_a_page_size_over_the_maximum_is_capped(alice):
+    paused_run()
+    response = alice.get(f"{API}pauses/?page_size=100000")
+    assert response.status_code == 200 and len(response.json()["results"]) == 1
+
+
+@pytest.mark.parametrize("claim, value", [
+    ("jti", "not-a-uuid"), ("jti", 42), ("jti", "\x00"), ("jti", None),
+    ("jti", "A1B2C3D4-0000-0000-0000-000000000000"), ("run_id", "run-1"),
+    ("root_run_id", ["x"]), ("scope_hash", 7), ("session_id", "s\x00"),
+    ("thread_id", "\ud800"), ("checkpoint_id", 5), ("kind", None), ("iat", "now"),
+    ("exp", True), ("exp", 1e20),
+])
+def test_a_signed_token_with_garbage_claims_is_invalid_not_a_crash(tenants, claim, value):
+    _, pause = paused_run()
+    forged = mint_token(replace(claims_for(pause), **{claim: value}))
+    refused(lambda: redeem(forged), InvalidPauseToken, "invalid_token", 403, pause)
+    before = http_state(pause)
+    response = APIClient().post(f"{API}resume/", {"token": forged, "answer": APPROVE},
+                                format="json")
+    assert_refused_over_http(response, 403, "invalid_token")
+    assert http_state(pause) == before
+
+
+def test_an_unforeseen_failure_is_answered_in_the_error_shape_even_with_debug(alice, settings):
+    def broken_scope(request: Any) -> Any:
+        raise RuntimeError("DATABASE_URL=postgres://secret@db/app")
+
+    settings.DEBUG = True
+    settings.SYMFONIC = {**settings.SYMFONIC, "REQUEST_SCOPE": broken_scope}
+    response = alice.post(f"{API}runs/", {"agent": "echo", "input": {}}, format="json")
+    assert_refused_over_http(response, 500, "server_error")
+    assert b"secret" not in response.content and not Run.objects.exists()
+
+
+def test_a_content_length_that_is_not_a_number_is_no_crash(alice):
+    _, pause = paused_run()
+    before = http_state(pause)
+    response = alice.post(f"{API}pauses/{pause.pk}/answer/", b'{"answer": 1}',
+                          content_type="application/json", CONTENT_LENGTH="\u00b2")
+    # Django reads no body for a length it cannot read: the answer is missing.
+    assert_refused_over_http(response, 400, "invalid_request")
+    assert http_state(pause) == before

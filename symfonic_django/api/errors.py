@@ -1,18 +1,26 @@
 """One error body everywhere: ``{"code": "<code>", "detail": "<human sentence>"}``.
 
 Refusals of the state machine (``SymfonicError``) and DRF's own exceptions are
-mapped to the pinned codes of DESIGN section 6.
+mapped to the pinned codes of DESIGN section 6. Nothing else ever reaches
+Django's error page, whatever ``DEBUG`` says: a value the database refuses
+(``DataError``) is the client's malformed request, and anything unforeseen is
+logged and answered in the same shape, without a word about the deployment.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.db import DataError
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
+from rest_framework.views import set_rollback
 
-from ..exceptions import SymfonicError
+from ..exceptions import SymfonicError, Throttled
+
+log = logging.getLogger(__name__)
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (drf.NotAuthenticated, 401, "not_authenticated"),
@@ -50,9 +58,12 @@ def error_response(code: str, detail: str, status: int,
                     headers=headers)
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    # As DRF's own handler does: a request under ATOMIC_REQUESTS writes nothing it refused.
+    set_rollback()
     if isinstance(exc, SymfonicError):
-        return error_response(exc.code, exc.detail, exc.status)
+        retry = {"Retry-After": str(exc.wait)} if isinstance(exc, Throttled) and exc.wait else None
+        return error_response(exc.code, exc.detail, exc.status, retry)
     for cls, status, code in _DRF_CODES:
         if isinstance(exc, cls):
             headers: dict[str, str] = {}
@@ -71,4 +82,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             if isinstance(exc, drf.ValidationError):
                 detail = f"The request body is invalid: {detail}"
             return error_response(code, detail, status, headers)
-    return None
+    if isinstance(exc, DataError):
+        log.warning("the database refused a value of a request: %s", exc)
+        return error_response("invalid_request", "The request carries a value the database "
+                              "cannot store.", 400)
+    log.error("unexpected error answering %s", context.get("request"), exc_info=exc)
+    return error_response("server_error", "The server failed to answer this request; the "
+                          "failure was logged.", 500)

@@ -9,11 +9,12 @@ the caller's scopes, then the state machine re-reads the row under
 from __future__ import annotations
 
 import hashlib
+import re
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.db import IntegrityError
 from django.db.models import QuerySet
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -21,38 +22,101 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
-from rest_framework.settings import api_settings
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from .. import pauses
+from .. import hitl, pauses
 from ..conf import settings
 from ..continuation import redeem_token
 from ..delivery import may_hold_tokens, wire_events
-from ..exceptions import InvalidRequest, PayloadTooLarge, PermissionDenied
-from ..models import AnsweredVia, IdempotentResponse, Pause, PauseKind, PauseStatus, Run
+from ..exceptions import (
+    InvalidAnswer,
+    InvalidPauseToken,
+    InvalidRequest,
+    InvalidRunInput,
+    LineageRefused,
+    PauseTokenExpired,
+    PayloadTooLarge,
+    PermissionDenied,
+    ScopeMismatch,
+    ScopeUnknown,
+)
+from ..exceptions import (
+    NotFound as PauseNotFound,
+)
+from ..models import AnsweredVia, Pause, PauseKind, PauseStatus, Run
 from ..runs import start_run
 from ..scopes import reviewer_scope_keys
 from ..tokens import mint_watch_ticket
 from . import serializers as s
 from .errors import exception_handler
-from .permissions import CanAnswerPauses
+from .idempotency import idempotent
+from .parsers import BoundedJSONParser, max_body_bytes
+from .permissions import START_PERMISSION, CanAnswerPauses
+from .throttling import FailedTokenAttempts, ResumeThrottle
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, text in {
     400: "invalid_answer or invalid_request", 401: "not_authenticated",
     403: "permission_denied, invalid_token, scope_mismatch, scope_unknown or lineage_refused",
     404: "not_found (also for a pause of a scope the caller cannot see)",
-    409: "already_answered", 410: "expired", 413: "payload_too_large", 429: "throttled",
+    409: "already_answered, or idempotency_in_progress", 410: "expired",
+    413: "payload_too_large", 429: "throttled",
 }.items()}
-ACCEPTED = {202: s.AcceptedSerializer, **ERRORS}
+ACCEPTED = {202: s.AcceptedSerializer, **ERRORS, 422: OpenApiResponse(
+    s.ErrorSerializer, description="idempotency_key_reused")}
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-    description="Repeat a request safely: the same key from the same caller gets the original 202.")
+    description="Repeat a request safely: the same key, path and body from the same caller get "
+                "the original 202; while the first is in flight, 409 idempotency_in_progress; "
+                "with another body or path, 422 idempotency_key_reused.")
+
+#: ``after`` and other counters in a query are ``seq`` values: ASCII digits, 32-bit.
+MAX_QUERY_INT = 2**31 - 1
+#: Refusals of ``resume/`` that say the token is no good (not the answer, not the pause's
+#: state): each counts against the pause the token names (``FailedTokenAttempts``).
+TOKEN_FAILURES = (InvalidPauseToken, PauseTokenExpired, ScopeMismatch, ScopeUnknown,
+                  LineageRefused, PauseNotFound)
+
+
+def query_int(request: Request, name: str, default: int, *, minimum: int = 0,
+              maximum: int = MAX_QUERY_INT) -> int:
+    """The query parameter ``name`` as an integer, or a 400 naming what it must be.
+
+    ASCII digits only: ``str.isdigit()`` also takes ``²`` and other digits ``int()``
+    refuses, and a thousand digits make an integer no column holds.
+    """
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum)):
+        value = int(raw)
+        if minimum <= value <= maximum:
+            return value
+    raise InvalidRequest(f"{name} must be a whole number from {minimum} to {maximum}.")
+
+
+def check_input(agent: str, value: Any) -> None:
+    """Refuse a run's input that does not fit its agent's declared ``input_schema``.
+
+    The convention: the callable registered in ``SYMFONIC["AGENTS"]`` (the
+    agent's ``agent_for(scope)``) may carry an ``input_schema`` attribute, a
+    JSON Schema. It is read from the callable, so the input is checked before
+    any scope is loaded, any agent built or any row written; an agent without
+    one takes any JSON input. An unknown agent is refused here too.
+    """
+    schema = getattr(settings.agent_factory(agent), "input_schema", None)
+    if schema is None:
+        return
+    try:
+        hitl.validate_question_answer(schema, value)
+    except InvalidAnswer as exc:
+        # hitl words its refusal for a question's answer; the reason follows the colon.
+        reason = exc.detail.split(": ", 1)[-1].rstrip(".")
+        raise InvalidRunInput(
+            f"The input does not fit the input_schema of agent {agent!r}: {reason}.") from None
 
 
 class SymfonicAPIView(APIView):
@@ -60,8 +124,9 @@ class SymfonicAPIView(APIView):
 
     # Bodies are JSON (DESIGN section 6). Accepting forms too would document them
     # in the schema, and daphne refuses a malformed multipart body itself, with a
-    # bare 400 that is not the pinned error body.
-    parser_classes = [JSONParser]
+    # bare 400 that is not the pinned error body. The parser bounds size and depth
+    # before parsing and refuses what no database stores (parsers.py).
+    parser_classes = [BoundedJSONParser]
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
@@ -77,7 +142,7 @@ class SymfonicAPIView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > settings.MAX_ANSWER_BYTES + 8192:
+        if length.isascii() and length.isdigit() and int(length) > max_body_bytes():
             raise PayloadTooLarge(
                 f"The request body is {length} bytes; this deployment accepts answers of at "
                 f"most {settings.MAX_ANSWER_BYTES} bytes (SYMFONIC['MAX_ANSWER_BYTES'])."
@@ -110,27 +175,8 @@ def accepted_resolution(resolution: pauses.Resolution) -> Response:
     return accepted(resolution.pause, continuation.pk if continuation is not None else None)
 
 
-def idempotent(request: Request, caller: str, handle: Callable[[], Response]) -> Response:
-    """Replay the stored 202 for a repeated ``Idempotency-Key`` from the same caller.
-
-    A key names one request: the same key sent to another pause (or endpoint)
-    is a request of its own, never a replay of a 202 about something else.
-    """
-    given = request.headers.get("Idempotency-Key", "").strip()
-    if not given:
-        return handle()
-    key = hashlib.sha256(f"{request.method} {request.path} {given}".encode()).hexdigest()
-    stored = IdempotentResponse.objects.filter(caller=caller, key=key).first()
-    if stored is not None:
-        return Response(stored.body, status=int(stored.status))
-    response = handle()
-    if response.status_code == status.HTTP_202_ACCEPTED:
-        try:
-            IdempotentResponse.objects.create(caller=caller, key=key,
-                                              status=response.status_code, body=response.data)
-        except IntegrityError:
-            pass  # a concurrent request with the same key stored its own 202 first
-    return response
+#: A cursor DRF issues: standard base64 of a short query string (position, offset, reverse).
+CURSOR = re.compile(r"[A-Za-z0-9+/]{1,500}={0,2}")
 
 
 class PauseCursorPagination(CursorPagination):
@@ -139,12 +185,23 @@ class PauseCursorPagination(CursorPagination):
     max_page_size = 200
     page_size_query_param = "page_size"
 
+    def get_page_size(self, request: Request) -> int:
+        # DRF silently falls back to the default for a page_size it cannot read;
+        # a malformed query is the client's mistake and is said so (400).
+        size = query_int(request, self.page_size_query_param, self.page_size, minimum=1)
+        return min(size, self.max_page_size)
+
     def decode_cursor(self, request: Request) -> Any:
         """A cursor this API did not issue is a malformed request (400), never a 500.
 
         DRF checks a cursor's offset but not its position, which goes straight
         into ``created_at__lt``: an unparsable one raised a database-side error.
         """
+        encoded = request.query_params.get(self.cursor_query_param)
+        # Base64, as DRF writes it; DRF's decoder skips any other character, so "%00"
+        # would read as a cursor with no position.
+        if encoded is not None and not CURSOR.fullmatch(encoded):
+            raise InvalidRequest("The cursor is malformed; follow the next and previous links.")
         try:
             cursor = super().decode_cursor(request)
         except NotFound:
@@ -184,9 +241,10 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
             qs = qs.filter(kind=params["kind"])
         if "run" in params:
             try:
-                qs = qs.filter(run_id=Run._meta.pk.to_python(params["run"]))
-            except Exception as exc:
-                raise InvalidRequest("run must be a run id (UUID).") from exc
+                run_id = uuid.UUID(params["run"])
+            except ValueError:
+                raise InvalidRequest("run must be a run id (a UUID).") from None
+            qs = qs.filter(run_id=run_id)
         return qs
 
     def _visible(self) -> Any:
@@ -198,7 +256,8 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     @extend_schema(
         parameters=[OpenApiParameter("status", str, enum=PauseStatus.values),
                     OpenApiParameter("kind", str, enum=PauseKind.values),
-                    OpenApiParameter("run", str, description="Only the pauses of this run.")],
+                    OpenApiParameter("run", str, description="Only the pauses of this run."),
+                    OpenApiParameter("page_size", int, description="At most 200.")],
         responses={200: s.PauseSerializer(many=True), **ERRORS})
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().list(request, *args, **kwargs)
@@ -245,23 +304,14 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
                                 pauses.reject(pk, comment=data.get("comment", ""), **common))
 
 
-class ResumeThrottle(ScopedRateThrottle):
-    """``ScopedRateThrottle`` for ``resume/``, with a default when the project sets no rate."""
-
-    scope_attr = "throttle_scope"
-    default_rate = "60/min"
-
-    def get_rate(self) -> str:
-        # Read the rates now, not at import (DRF's THROTTLE_RATES is a class
-        # attribute), so a changed REST_FRAMEWORK setting takes effect.
-        rate = api_settings.DEFAULT_THROTTLE_RATES.get(self.scope or "")
-        return str(rate) if rate else self.default_rate
-
-
 class ResumeView(SymfonicAPIView):
-    """Answer a pause with its signed token: the token is the credential."""
+    """Answer a pause with its signed token: the token is the credential.
 
-    authentication_classes: list[Any] = []
+    A caller who also sends credentials (a session, an API token) is
+    authenticated, and recorded as the one who answered; the token alone
+    decides whether the answer is taken.
+    """
+
     permission_classes = [AllowAny]
     throttle_classes = [ResumeThrottle]
     throttle_scope = "symfonic_resume"
@@ -270,10 +320,18 @@ class ResumeView(SymfonicAPIView):
                    parameters=[IDEMPOTENCY_HEADER])
     def post(self, request: Request) -> Response:
         data = _body(s.ResumeRequestSerializer, request)
-        caller = "token:" + hashlib.sha256(data["token"].encode()).hexdigest()[:40]
+        token, answer = data["token"], data["answer"]
+        attempts = FailedTokenAttempts(token)
+        attempts.refuse_when_spent(token)
+        actor = request.user if request.user and request.user.is_authenticated else None
+        caller = "token:" + hashlib.sha256(token.encode()).hexdigest()[:40]
 
         def handle() -> Response:
-            res = async_to_sync(redeem_token)(data["token"], data["answer"])
+            try:
+                res = async_to_sync(redeem_token)(token, answer, actor=actor)
+            except TOKEN_FAILURES:
+                attempts.count()
+                raise
             return accepted_resolution(res)
 
         return idempotent(request, caller, handle)
@@ -290,11 +348,14 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
 
     @extend_schema(request=s.RunCreateRequestSerializer, responses=ACCEPTED)
     def create(self, request: Request) -> Response:
+        if not request.user.has_perm(START_PERMISSION):
+            raise PermissionDenied("You may not start runs (you lack the start_run permission).")
         data = _body(s.RunCreateRequestSerializer, request)
         resolver = settings.REQUEST_SCOPE
         scope = resolver(request) if resolver else None
         if scope is None:
             raise PermissionDenied("You belong to no scope a run could be started in.")
+        check_input(data["agent"], data["input"])
         run = start_run(data["agent"], data["input"], scope=scope,
                         session_id=data.get("session_id", ""),
                         thread_id=data.get("thread_id", ""))
@@ -310,9 +371,8 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
     @action(detail=True, methods=["get"])
     def events(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
-        after = request.query_params.get("after", "0")
-        if not after.isdigit():
-            raise InvalidRequest("after must be a non-negative integer.")
-        rows = list(run.events.filter(seq__gt=int(after)).order_by("seq")[:1000])
+        after = query_int(request, "after", 0)
+        rows = list(run.events.filter(seq__gt=after).order_by("seq")[:1000])
         return Response({"results": wire_events(
             rows, run, with_tokens=may_hold_tokens(request.user, run))})
+

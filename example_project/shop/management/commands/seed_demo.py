@@ -34,7 +34,10 @@ def seed_users() -> dict[str, dict[str, str]]:
     User = get_user_model()
     tenants = {slug: Tenant.objects.get_or_create(slug=slug, defaults={"name": name})[0]
                for slug, name in TENANTS.items()}
-    answer = Permission.objects.get(codename="answer_pause")
+    # alice and bob may start runs and answer pauses in their own tenant, whatever
+    # permissions later issues add for that (start_run: POST runs/).
+    may_act = Permission.objects.filter(content_type__app_label="symfonic_django",
+                                        codename__in=("answer_pause", "start_run"))
     view_perms = Permission.objects.filter(
         content_type__app_label="symfonic_django", codename__startswith="view_")
     out = {}
@@ -44,7 +47,7 @@ def seed_users() -> dict[str, dict[str, str]]:
         user.is_superuser = spec["superuser"]
         user.set_password(spec["password"])
         user.save()
-        user.user_permissions.add(answer, *view_perms)
+        user.user_permissions.add(*may_act, *view_perms)
         if spec["tenant"]:
             Membership.objects.get_or_create(user=user, tenant=tenants[spec["tenant"]])
         token, _ = Token.objects.get_or_create(user=user)
