@@ -452,3 +452,21 @@ def test_a_content_length_that_is_not_a_number_is_no_crash(alice):
     # Django reads no body for a length it cannot read: the answer is missing.
     assert_refused_over_http(response, 400, "invalid_request")
     assert http_state(pause) == before
+
+
+def test_too_many_query_parameters_are_refused_as_invalid_request(alice):
+    paused_run()
+    query = "&".join(["status=pending"] * 1500)  # over DATA_UPLOAD_MAX_NUMBER_FIELDS
+    assert_refused_over_http(alice.get(f"{API}pauses/?{query}"), 400, "invalid_request")
+
+
+@pytest.mark.parametrize("endpoint", ["resume", "approve"])
+def test_a_nul_in_the_api_token_header_is_refused_in_the_error_shape(tenants, endpoint):
+    _, pause = paused_run()
+    before = http_state(pause)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token abc\x00def")
+    response = send(client, endpoint, pause, '{"decisions": [{"type": "approve"}]}')
+    # PostgreSQL refuses the NUL in the token lookup (400); SQLite finds no such token (401).
+    assert response.status_code in (400, 401) and set(response.json()) == {"code", "detail"}
+    assert http_state(pause) == before

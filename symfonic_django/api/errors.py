@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import DataError
 from django.http import Http404
 from rest_framework import exceptions as drf
@@ -82,10 +83,20 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             if isinstance(exc, drf.ValidationError):
                 detail = f"The request body is invalid: {detail}"
             return error_response(code, detail, status, headers)
+    if isinstance(exc, RequestDataTooBig):
+        return error_response("payload_too_large", "The request body is larger than this "
+                              "deployment accepts (DATA_UPLOAD_MAX_MEMORY_SIZE).", 413)
+    if isinstance(exc, SuspiciousOperation):
+        # Django answers these 400 itself (too many fields, a malformed header) when they
+        # reach its handler; here they surface inside the view, as request.GET is read.
+        log.warning("a malformed request was refused: %s", exc)
+        return error_response("invalid_request", f"The request is malformed: {exc}", 400)
     if isinstance(exc, DataError):
         log.warning("the database refused a value of a request: %s", exc)
         return error_response("invalid_request", "The request carries a value the database "
                               "cannot store.", 400)
-    log.error("unexpected error answering %s", context.get("request"), exc_info=exc)
+    request = context.get("request")
+    log.error("unexpected error answering %s %s", getattr(request, "method", "?"),
+              getattr(request, "path", "?")[:200], exc_info=exc)
     return error_response("server_error", "The server failed to answer this request; the "
                           "failure was logged.", 500)
