@@ -125,3 +125,7 @@ def _proposed_args(pause_id: Any) -> dict[str, Any]:
 
 def refund_agent(tenant: Any) -> RefundAgent:
     return RefundAgent(tenant)
+
+
+# Read by start_run (the API's POST runs/ included): an input outside it never becomes a run.
+refund_agent.input_schema = REFUND_ARGS_SCHEMA  # type: ignore[attr-defined]

@@ -12,14 +12,12 @@ answer itself is then given to ``pauses.answer_pause``, which checks again.
 from __future__ import annotations
 
 import json
-import math
-import re
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 
-from . import hitl
+from . import hitl, jsontext
 from .conf import settings
 from .exceptions import InvalidAnswer
 from .models import Pause, PauseKind
@@ -40,68 +38,18 @@ def pretty_json(value: Any) -> str:
 
 # --- JSON typed by a reviewer ----------------------------------------------------
 
-# A JSON string (to its closing quote, or to the end if it has none) or a bracket: what
-# lies inside a string never opens or closes a level.
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
-# What neither PostgreSQL's text nor its jsonb can hold; in a Python str every
-# surrogate is a lone one (json.loads joins an escaped pair into one character).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"the number {text[:40]} is too large to store")
-    return number
-
-
 def parse_json(text: str) -> Any:
     """The JSON value ``text`` spells, or ``ValueError`` saying, after "it is", why not.
 
-    The nesting depth is bounded before parsing (``SYMFONIC["MAX_JSON_DEPTH"]``),
-    by counting brackets outside strings, since Python's parser recurses once
-    per level and fails with ``RecursionError`` near 1,000. NaN, Infinity and
-    -Infinity, which Python's json accepts by default, are refused, as is a
-    number too large for a float (``1e400`` would be read as Infinity).
+    ``jsontext.loads`` with ``SYMFONIC["MAX_JSON_DEPTH"]``: bounded before parsing,
+    no NaN, Infinity or numbers too large to store.
     """
-    limit = settings.MAX_JSON_DEPTH
-    depth = 0
-    for match in _STRING_OR_BRACKET.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > limit:
-                raise ValueError(f"nested deeper than {limit} levels")
-        elif token in "]}":
-            depth -= 1
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        return jsontext.loads(text, max_depth=settings.MAX_JSON_DEPTH)
+    except jsontext.TooDeep:
+        raise
     except ValueError as exc:  # JSONDecodeError, a constant or a number refused, a huge integer
         raise ValueError(f"not valid JSON: {exc}") from exc
-
-
-def unstorable(value: Any) -> str | None:
-    """What in ``value`` (its strings and keys, at any depth) the database cannot
-    store: "a NUL character" or "a lone surrogate (U+D800)"; ``None`` if nothing."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, str):
-            found = _UNSTORABLE.search(item)
-            if found is None:
-                continue
-            char = found.group()
-            return "a NUL character" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
-    return None
 
 
 class BoundedJSONDecoder(json.JSONDecoder):
@@ -114,7 +62,7 @@ class BoundedJSONDecoder(json.JSONDecoder):
             value = parse_json(s)
         except ValueError as exc:
             raise json.JSONDecodeError(str(exc), s, 0) from exc
-        if unstorable(value):
+        if jsontext.unstorable(value):
             # Shown as parsed, a lone surrogate could not even be encoded into the page.
             raise json.JSONDecodeError("a value that cannot be stored", s, 0)
         return value
@@ -210,7 +158,7 @@ class ApprovalForm(forms.Form):
             decision, field = self._decision(i, kind)
             if decision is None:
                 continue
-            problem = unstorable(decision)
+            problem = jsontext.unstorable(decision)
             if problem:
                 what = ("arguments of {} contain" if field.startswith("args_")
                         else "message on {} contains").format(request["name"])
@@ -337,7 +285,7 @@ class QuestionForm(forms.Form):
         else:
             answer = cleaned.get(self.ROOT)
         for name, value in list(cleaned.items()):  # add_error() drops the name from cleaned
-            problem = unstorable(value)
+            problem = jsontext.unstorable(value)
             if problem:
                 self.add_error(name, f"It holds {problem}, which cannot be stored.")
         if self.errors:

@@ -273,6 +273,17 @@ def validate_question_answer(schema: Any, answer: Any) -> Any:
     return answer
 
 
+def schema_violation(schema: Any, value: Any, *, what: str) -> str | None:
+    """Why ``value`` does not fit ``schema`` (not JSON, or the violation and where), or ``None``.
+
+    A ``schema`` that is not valid JSON Schema raises ``InvalidRequest`` naming ``what``.
+    """
+    problem = _not_json(value)
+    if problem:
+        return f"it is not JSON: {problem}"
+    return _violation(_validator(schema, what, InvalidRequest), value)
+
+
 def check_schema(schema: Any) -> None:
     if schema is not None:
         _validator(schema, "answer_schema", InvalidRequest)

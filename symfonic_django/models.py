@@ -110,7 +110,7 @@ class Run(models.Model):
             models.Index(fields=["finished_at"], name="symfonic_run_finished_idx",
                          condition=Q(status__in=["completed", "failed"])),
         ]
-        permissions = [("retry_run", "Can retry failed runs")]
+        permissions = [("retry_run", "Can retry failed runs"), ("start_run", "Can start agent runs")]
 
     def __str__(self) -> str:
         return f"{self.agent} run {self.id} ({self.status})"

@@ -36,9 +36,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import events as ev
-from . import signals
+from . import hitl, signals
 from .conf import settings
-from .exceptions import RunNotRetryable
+from .exceptions import InvalidRunInput, RunNotRetryable
 from .models import AnsweredVia, Pause, Run, RunRetry, RunStatus
 from .scopes import scope_key
 
@@ -122,8 +122,19 @@ def _send_on_commit(run: Run) -> None:
 
 def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", thread_id: str = "",
               dispatch: bool = True) -> Run:
-    """Queue a top-level turn of ``agent``; a worker runs it once the transaction commits."""
-    settings.agent_factory(agent)  # refuse an unknown agent before writing anything
+    """Queue a top-level turn of ``agent``; a worker runs it once the transaction commits.
+
+    Refuses, before writing anything, an unknown agent (``UnknownAgent``) and an
+    input that does not fit the ``input_schema`` the agent's registered factory
+    declares, if it declares one (``InvalidRunInput``).
+    """
+    schema = getattr(settings.agent_factory(agent), "input_schema", None)
+    if schema is not None:
+        violation = hitl.schema_violation(schema, input,
+                                          what=f"The input_schema of agent {agent!r}")
+        if violation:
+            raise InvalidRunInput(
+                f"The input does not fit the input_schema of agent {agent!r}: {violation}.")
     now = timezone.now()
     run = Run(agent=agent, input=input, scope_key=scope_key(scope), session_id=session_id,
               thread_id=thread_id, created_at=now, sent_at=now, sends=1,

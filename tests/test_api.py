@@ -773,14 +773,6 @@ def test_run_input_that_fits_the_agents_input_schema_is_accepted(alice, typed_ag
     assert Run.objects.get(pk=body["run_id"]).input == {"order_id": "A-1", "amount": 19.99}
 
 
-def _refund_declares_its_input() -> bool:
-    from example_project.agents import refund_agent
-
-    return hasattr(refund_agent, "input_schema")
-
-
-@pytest.mark.xfail(not _refund_declares_its_input(), strict=True,
-                   reason="example_project.agents.refund_agent does not declare input_schema yet")
 def test_a_refund_of_a_negative_amount_is_refused_before_a_run_exists(alice):
     response = post(alice, "runs/", {"agent": "refund",
                                      "input": {"order_id": "A-1", "amount": -500}})

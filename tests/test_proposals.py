@@ -21,7 +21,7 @@ from example_project.agents import REFUND_ARGS_SCHEMA
 from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Refund
 from symfonic_django import hitl, pauses
-from symfonic_django.exceptions import InvalidAnswer, InvalidProposal
+from symfonic_django.exceptions import InvalidAnswer, InvalidProposal, InvalidRunInput
 from symfonic_django.models import Decision, Pause, Run, RunStatus, TurnEvent
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
@@ -103,16 +103,37 @@ def test_create_pause_refuses_before_writing(tenants):
     ({"order_id": "", "amount": 5}, "$.order_id: '' should be non-empty"),
     ({"order_id": 7, "amount": 5}, "$.order_id: 7 is not of type 'string'"),
     ({"order_id": "A" * 101, "amount": 5}, "is too long"),
-    ("12", "'order_id' is a required property"),
+    ("12", "'12' is not of type 'object'"),
 ])
-def test_refund_with_a_bad_input_fails_before_it_pauses(tenants, input, violation):
-    run = failed_turn("refund", input)
+def test_refund_with_a_bad_input_is_refused_before_a_run_exists(tenants, input, violation):
+    """The refund agent declares its input_schema: start_run refuses, writing nothing."""
+    with pytest.raises(InvalidRunInput) as refused:
+        start_run("refund", input, scope="acme", dispatch=False)
+    assert refused.value.code == "invalid_request"
+    assert violation in refused.value.detail
+    assert not Run.objects.exists() and not TurnEvent.objects.exists()
+
+
+@pytest.mark.parametrize(("input", "violation"), [
+    ({"order_id": "A-1", "amount": -500}, "$.amount: -500 is less than or equal to the minimum of 0"),
+    ({"order_id": "A-1", "amount": 0.004}, "$.amount: 0.004 is not a multiple of 0.01"),
+    ({"order_id": 7, "amount": 5}, "$.order_id: 7 is not of type 'string'"),
+])
+def test_a_refund_run_that_got_past_start_run_still_fails_before_it_pauses(
+        tenants, input, violation):
+    """Defence in depth: a run row written some other way (an older release, a data
+    migration) meets the agent's own check, which fails the turn before it speaks."""
+    run = Run(agent="refund", input=input, scope_key="acme")
+    run.root_id = run.id
+    run.save(force_insert=True)
+    assert execute_run(run.pk) == "failed"
+    run.refresh_from_db()
     assert run.error["code"] == "invalid_proposal"
     assert run.error["message"].startswith(
         "The proposed arguments of 'refund' do not fit its args_schema: ")
     assert violation in run.error["message"]
-    # Refused before saying that the order qualifies.
     assert event_types(run) == ["turn.started", "turn.failed"]
+    assert not Pause.objects.exists() and not Refund.objects.exists()
 
 
 def test_refund_schema_matches_the_refund_row():

@@ -28,15 +28,13 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
-from .. import hitl, pauses
+from .. import pauses
 from ..conf import settings
 from ..continuation import redeem_token
 from ..delivery import may_hold_tokens, wire_events
 from ..exceptions import (
-    InvalidAnswer,
     InvalidPauseToken,
     InvalidRequest,
-    InvalidRunInput,
     LineageRefused,
     PauseTokenExpired,
     PayloadTooLarge,
@@ -96,27 +94,6 @@ def query_int(request: Request, name: str, default: int, *, minimum: int = 0,
         if minimum <= value <= maximum:
             return value
     raise InvalidRequest(f"{name} must be a whole number from {minimum} to {maximum}.")
-
-
-def check_input(agent: str, value: Any) -> None:
-    """Refuse a run's input that does not fit its agent's declared ``input_schema``.
-
-    The convention: the callable registered in ``SYMFONIC["AGENTS"]`` (the
-    agent's ``agent_for(scope)``) may carry an ``input_schema`` attribute, a
-    JSON Schema. It is read from the callable, so the input is checked before
-    any scope is loaded, any agent built or any row written; an agent without
-    one takes any JSON input. An unknown agent is refused here too.
-    """
-    schema = getattr(settings.agent_factory(agent), "input_schema", None)
-    if schema is None:
-        return
-    try:
-        hitl.validate_question_answer(schema, value)
-    except InvalidAnswer as exc:
-        # hitl words its refusal for a question's answer; the reason follows the colon.
-        reason = exc.detail.split(": ", 1)[-1].rstrip(".")
-        raise InvalidRunInput(
-            f"The input does not fit the input_schema of agent {agent!r}: {reason}.") from None
 
 
 class SymfonicAPIView(APIView):
@@ -355,7 +332,6 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
         scope = resolver(request) if resolver else None
         if scope is None:
             raise PermissionDenied("You belong to no scope a run could be started in.")
-        check_input(data["agent"], data["input"])
         run = start_run(data["agent"], data["input"], scope=scope,
                         session_id=data.get("session_id", ""),
                         thread_id=data.get("thread_id", ""))
