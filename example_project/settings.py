@@ -87,6 +87,9 @@ if DATABASE_URL:
             and DATABASES["default"]["ENGINE"].endswith("postgresql")):
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1, "max_size": int(os.environ.get("DB_POOL_MAX_SIZE", "10"))}
+        # Django then checks each connection as the pool hands it out: one the server ended
+        # (a restart, a failover) is replaced, not handed to the request or turn.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 else:
     DATABASES = {
         "default": {

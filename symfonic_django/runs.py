@@ -31,7 +31,7 @@ from functools import partial
 from typing import Any
 
 from celery import current_app
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -311,27 +311,37 @@ def reap_stale_runs(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     reaped = 0
     for run_id in list(Run.objects.lease_lapsed(now).values_list("pk", flat=True)[:BATCH]):
-        with transaction.atomic():
-            lapsed = Run.objects.lease_lapsed(now).filter(pk=run_id)
-            if connection.features.has_select_for_update_skip_locked:
-                lapsed = lapsed.select_for_update(skip_locked=True)
-            run = lapsed.first()
-            if run is None:
-                continue  # renewed, ended, or held by a fenced write right now
-            message = f"worker {run.worker or '?'} stopped renewing its lease"
-            error = {"code": "lease_expired", "message": message}
-            if not _move(run.pk, "reap", now=now, finished_at=now, lease_until=None,
-                         error=error):
-                continue
-            seq = ev.next_seq(run.pk)
-            ev.append(run.pk, seq, ev.TurnFailed(code="lease_expired", message=message))
-            transaction.on_commit(partial(ev.ring, run.pk, seq))
-            run.status, run.error, run.finished_at, run.lease_until = FAILED, error, now, None
-            run.updated_at = now
-            signals.send_on_commit(signals.run_failed, Run, run=run, code="lease_expired",
-                                   message=message)
-        reaped += 1
+        try:
+            reaped += _reap(run_id, now)
+        except IntegrityError:
+            # A dying worker's last event took the seq between our read and our insert:
+            # nothing was written, and the next sweep reaps the run.
+            log.warning("run %s: its worker stored an event while it was being reaped; "
+                        "it is reaped on the next sweep", run_id)
     return reaped
+
+
+def _reap(run_id: Any, now: datetime) -> bool:
+    """Fail one lapsed run under its row lock; False if it is not (any longer) lapsed."""
+    with transaction.atomic():
+        lapsed = Run.objects.lease_lapsed(now).filter(pk=run_id)
+        if connection.features.has_select_for_update_skip_locked:
+            lapsed = lapsed.select_for_update(skip_locked=True)
+        run = lapsed.first()
+        if run is None:
+            return False  # renewed, ended, or held by a fenced write right now
+        message = f"worker {run.worker or '?'} stopped renewing its lease"
+        error = {"code": "lease_expired", "message": message}
+        if not _move(run.pk, "reap", now=now, finished_at=now, lease_until=None, error=error):
+            return False
+        seq = ev.next_seq(run.pk)
+        ev.append(run.pk, seq, ev.TurnFailed(code="lease_expired", message=message))
+        transaction.on_commit(partial(ev.ring, run.pk, seq))
+        run.status, run.error, run.finished_at, run.lease_until = FAILED, error, now, None
+        run.updated_at = now
+        signals.send_on_commit(signals.run_failed, Run, run=run, code="lease_expired",
+                               message=message)
+    return True
 
 
 def resend_delay(sends: int) -> timedelta:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.db import close_old_connections
 
 from . import pauses, retention, runs, turns
 
@@ -19,14 +20,30 @@ TASK_OPTIONS: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True
                                 "ignore_result": True}
 
 
+def _turn(run_id: str) -> str:
+    """Run one turn with Django's connection hygiene around it, as a request has.
+
+    With ``CELERY_DB_REUSE_MAX`` Celery's Django fixup leaves the worker's
+    connections alone between tasks, so one the database ended (a restart, a
+    failover, an operator ending the session mid-turn) stayed broken and failed
+    every later task of the worker. ``close_old_connections`` closes (or hands
+    back to the pool) what errored or outlived ``CONN_MAX_AGE``.
+    """
+    close_old_connections()
+    try:
+        return turns.execute_run(run_id)
+    finally:
+        close_old_connections()
+
+
 @shared_task(name=runs.START_TASK, **TASK_OPTIONS)
 def start_run(run_id: str) -> str:
-    return turns.execute_run(run_id)
+    return _turn(run_id)
 
 
 @shared_task(name=runs.CONTINUATION_TASK, **TASK_OPTIONS)
 def run_continuation(run_id: str) -> str:
-    return turns.execute_run(run_id)
+    return _turn(run_id)
 
 
 @shared_task(name="symfonic_django.expire_pauses", **TASK_OPTIONS)

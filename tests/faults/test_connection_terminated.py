@@ -203,10 +203,6 @@ def test_a_worker_whose_connection_is_ended_during_a_claim_or_a_stream(
           f"one terminal event per turn, final statuses, approvals audited once, in all")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "a turn whose connection the database ended outside a transaction leaves the worker's "
-    "connection broken: CELERY_DB_REUSE_MAX keeps Celery's Django fixup from closing it, "
-    "so every later task of that worker fails with 'the connection is lost'"))
 def test_a_worker_serves_its_next_task_after_its_connection_was_ended_mid_stream(
         tenants: dict[str, Any], lanes: Lanes) -> None:
     """A database restart, a failover or an operator ending a session must cost the turn
