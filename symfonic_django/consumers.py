@@ -15,12 +15,14 @@ import asyncio
 import json
 import logging
 import re
+import time
 import uuid
 from typing import Any
 from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth import get_user_model
 
 from .delivery import may_hold_tokens, wire_events
 from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name
@@ -39,6 +41,9 @@ log = logging.getLogger(__name__)
 
 #: Statuses in which a run's stream has ended (until an operator retries a failed run).
 ENDED = frozenset({RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.FAILED})
+
+#: How often an open socket of a reviewer looks at their access again (seconds).
+ACCESS_RECHECK_SECONDS = 1.0
 
 CLOSE_NORMAL = 1000
 CLOSE_BAD_REQUEST = 4400
@@ -95,6 +100,17 @@ def _authorize(user: Any, run: Run) -> int | None:
     if not may_review(user, run.scope_key):
         return CLOSE_NOT_FOUND  # no existence leak: same as an unknown run
     return None
+
+
+def _access(user_pk: Any, run: Run) -> tuple[int | None, bool]:
+    """A session watcher's access now: a close code refusing them (or ``None``), and
+    whether they are still sent tokens. Read afresh: a reviewer removed from the
+    scope, deactivated or stripped of the answer permission loses it at once."""
+    user = get_user_model().objects.filter(pk=user_pk, is_active=True).first()
+    if user is None:
+        return CLOSE_NOT_AUTHENTICATED, False
+    code = _authorize(user, run)
+    return code, code is None and may_hold_tokens(user, run)
 
 
 def _rows_after(run: Run, after: int, with_tokens: bool) -> list[dict[str, Any]]:
@@ -154,6 +170,10 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     last_seq = 0
     closed = False
     rang = False  # a doorbell arrived since the poller last looked
+    #: The session watcher's user (``None`` for a ticket holder), and when their access
+    #: is next read afresh before more events go out.
+    user_pk: Any = None
+    recheck_at = 0.0
 
     async def connect(self) -> None:
         # Accept first, then refuse with a code: a close before accept reaches a
@@ -170,6 +190,9 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
                 else user is not None and user.is_authenticated):
             await self.refuse(CLOSE_NOT_AUTHENTICATED)
             return
+        if user is not None:
+            self.user_pk = user.pk
+            self.recheck_at = time.monotonic() + ACCESS_RECHECK_SECONDS
         try:
             run_uuid = uuid.UUID(run_id)
         except ValueError:
@@ -207,8 +230,27 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             self.closed = True
             await self.close(code=CLOSE_NORMAL)
 
+    async def still_allowed(self) -> bool:
+        """Whether this watcher may be sent more events; closes the socket when not.
+
+        A reviewer's access is read afresh at most every ``ACCESS_RECHECK_SECONDS``,
+        before the next events go out: revoking it (deactivating the user, taking
+        the scope or the answer permission away) takes effect on open sockets at the
+        next event after that. A ticket holder's ticket is checked once: it expires.
+        """
+        if self.user_pk is None or self.run is None or time.monotonic() < self.recheck_at:
+            return True
+        self.recheck_at = time.monotonic() + ACCESS_RECHECK_SECONDS
+        code, self.with_tokens = await database_sync_to_async(_access)(self.user_pk, self.run)
+        if code is not None:
+            await self.refuse(code, "access to this run was revoked")
+            return False
+        return True
+
     async def send_events(self, events: list[dict[str, Any]], texts: list[str]) -> None:
         """Send ``events`` (already encoded as ``texts``) that continue ``last_seq``."""
+        if events and not self.closed and not await self.still_allowed():
+            return
         for event, text in zip(events, texts, strict=True):
             if event["seq"] != self.last_seq + 1 or self.closed:
                 return
@@ -222,6 +264,8 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         """Send everything the database holds after ``last_seq``."""
         async with self.lock:
             while not self.closed and self.run is not None:
+                if not await self.still_allowed():  # before the read: it mints tokens or not
+                    return
                 events, texts = await read_rows(self.run, self.last_seq, self.with_tokens)
                 await self.send_events(events, texts)
                 if len(events) < BATCH:

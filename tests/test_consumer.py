@@ -180,3 +180,48 @@ def test_an_answerer_and_a_ticket_holder_watching_get_the_token(tenants):
     assert requested(watch(run.pk, user=alice)[0])["token"] == token_for(pause)
     ticket = mint_watch_ticket(str(run.pk))
     assert requested(watch(run.pk, query=f"?ticket={ticket}")[0])["token"] == token_for(pause)
+
+
+@pytest.mark.parametrize(("revoke", "code"), [
+    ("membership", 4403),   # a reviewer of no tenant any more: forbidden
+    ("deactivated", 4401),  # the account was switched off
+])
+def test_revoking_a_reviewer_closes_their_open_socket_at_the_next_event(
+        tenants, monkeypatch, revoke, code):
+    from asgiref.sync import sync_to_async
+
+    from example_project.shop.models import Membership
+    from symfonic_django import consumers
+    from symfonic_django.events import MessageDelta, append, aring
+
+    monkeypatch.setattr(consumers, "ACCESS_RECHECK_SECONDS", 0.0)
+    dave = get_user_model().objects.create_user("dave", is_staff=True)
+    Membership.objects.create(user=dave, tenant=tenants["acme"])
+    _, pause = paused_run()
+    cont = pauses.approve(pause.pk).continuation  # queued: the watcher waits for its events
+
+    def revoke_access() -> None:
+        if revoke == "membership":
+            Membership.objects.filter(user=dave).delete()
+        else:
+            get_user_model().objects.filter(pk=dave.pk).update(is_active=False)
+
+    async def go() -> tuple[dict, dict]:
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{cont.pk}/")
+        comm.scope["user"] = dave
+        assert (await comm.connect())[0]
+        await sync_to_async(append)(cont.pk, 1, MessageDelta(text="seen"))
+        await aring(cont.pk, 1)
+        first = await comm.receive_output(timeout=5)  # access held: the event goes out
+        await sync_to_async(revoke_access)()
+        await sync_to_async(append)(cont.pk, 2, MessageDelta(text="not seen"))
+        await aring(cont.pk, 2)
+        closed = await comm.receive_output(timeout=5)
+        await comm.disconnect()
+        return first, closed
+
+    first, closed = async_to_sync(go)()
+    assert json.loads(first["text"])["data"] == {"text": "seen"}
+    assert closed["type"] == "websocket.close" and closed["code"] == code
+    assert closed.get("reason") == "access to this run was revoked"
+    assert TurnEvent.objects.filter(run=cont).count() == 2  # revocation changes no row
