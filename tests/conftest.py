@@ -4,7 +4,10 @@ skip locally and fail under CI, never counting a skipped suite as passing."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
@@ -41,6 +44,21 @@ def _forget_process_caches() -> Any:
     clear_scope_cache()
     yield
     clear_scope_cache()
+
+
+@contextmanager
+def flushed_redis_db(redis_url: str, db: int) -> Iterator[str]:
+    """The URL of database ``db`` on ``redis_url``'s server, empty before and after."""
+    import redis
+
+    parts = urlsplit(redis_url)
+    url = urlunsplit((parts.scheme, parts.netloc, f"/{db}", "", ""))
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    try:
+        yield url
+    finally:
+        client.flushdb()
 
 
 @pytest.fixture

@@ -15,14 +15,12 @@ process on PostgreSQL, as ``tests/api/test_http_race.py`` does.
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -36,7 +34,7 @@ from symfonic_django.models import Decision, IdempotentResponse, Pause, PauseSta
 from symfonic_django.pauses import token_for
 
 from .api import conftest as live
-from .conftest import paused_run, snapshot
+from .conftest import flushed_redis_db, paused_run, snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -152,16 +150,8 @@ def test_a_key_left_in_flight_by_a_dead_process_is_taken_over(tenants, held):
 
 @pytest.fixture
 def idle_broker(redis_url: str) -> Iterator[str]:
-    import redis
-
-    parts = urlsplit(redis_url)
-    url = urlunsplit((parts.scheme, parts.netloc, f"/{BROKER_DB}", "", ""))
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    try:
+    with flushed_redis_db(redis_url, BROKER_DB) as url:
         yield url
-    finally:
-        client.flushdb()
 
 
 @pytest.fixture
@@ -174,33 +164,9 @@ def server(transactional_db: Any, tmp_path: Path, idle_broker: str) -> Iterator[
 
 
 def at_once(origin: str, path: str, bodies: list[bytes], headers: dict[str, str]
-            ) -> list[tuple[int, Any]]:
-    """POST each body to ``path``, all released together; (status, body) per request."""
-    host = urlsplit(origin)
-    barrier = threading.Barrier(len(bodies), timeout=30)
-    outcomes: list[Any] = [None] * len(bodies)
-
-    def send(i: int) -> None:
-        conn = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
-        try:
-            conn.connect()
-            barrier.wait()
-            conn.request("POST", path, body=bodies[i],
-                         headers={"Content-Type": "application/json", **headers})
-            response = conn.getresponse()
-            outcomes[i] = (response.status, json.loads(response.read()))
-        except Exception as exc:  # noqa: BLE001 - reported as this request's outcome
-            outcomes[i] = ("error", repr(exc))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(len(bodies))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=90)
-    assert not any(t.is_alive() for t in threads), "a request is still waiting after 90 s"
-    return outcomes
+            ) -> list[tuple[Any, Any]]:
+    """POST each body with the same headers to ``path``, all released together."""
+    return live.post_at_once(origin, path, [(body, headers) for body in bodies])
 
 
 def assert_one_answer(outcomes: list[tuple[int, Any]], pause: Pause, log: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings as django_settings
@@ -26,7 +25,7 @@ from symfonic_django.models import Decision, Pause, PauseStatus
 from symfonic_django.pauses import token_for
 
 from .api import conftest as live
-from .conftest import paused_run, snapshot
+from .conftest import flushed_redis_db, paused_run, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -145,16 +144,8 @@ def test_a_throttle_cache_that_is_down_does_not_stop_answers(tenants, settings):
 
 @pytest.fixture
 def shared_cache(redis_url: str) -> Iterator[str]:
-    import redis
-
-    parts = urlsplit(redis_url)
-    url = urlunsplit((parts.scheme, parts.netloc, f"/{CACHE_DB}", "", ""))
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    try:
+    with flushed_redis_db(redis_url, CACHE_DB) as url:
         yield url
-    finally:
-        client.flushdb()
 
 
 @pytest.fixture

@@ -8,11 +8,14 @@ it). It is always terminated when the test ends, and every wait is bounded.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -119,3 +122,40 @@ def live_server_factory(transactional_db: Any, tmp_path: Path
     finally:
         for server in started:
             server.stop()
+
+
+def post_at_once(origin: str, path: str, requests: list[tuple[bytes, dict[str, str]]]
+                 ) -> list[tuple[Any, Any]]:
+    """POST each (body, headers) to ``path``, all released together; (status, body) each.
+
+    Every request has its own connection, opened before a barrier releases them
+    all, so they reach the server as close together as the machine allows.
+    """
+    host = urlsplit(origin)
+    barrier = threading.Barrier(len(requests), timeout=30)
+    outcomes: list[Any] = [None] * len(requests)
+
+    def send(i: int) -> None:
+        body, headers = requests[i]
+        conn = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
+        try:
+            conn.connect()
+            barrier.wait()
+            conn.request("POST", path, body=body,
+                         headers={"Content-Type": "application/json", **headers})
+            response = conn.getresponse()
+            outcomes[i] = (response.status, json.loads(response.read()))
+        except Exception as exc:  # noqa: BLE001 - reported as this request's outcome
+            outcomes[i] = ("error", repr(exc))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=send, args=(i,), daemon=True)
+               for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=90)
+    assert not any(t.is_alive() for t in threads), "a request is still waiting after 90 s"
+    return outcomes
+

@@ -13,16 +13,17 @@ from __future__ import annotations
 import http.client
 import json
 import random
-import threading
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
 from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
 from symfonic_django.models import Decision, Pause, PauseStatus, Run
 
-from ..conftest import snapshot
+from ..conftest import flushed_redis_db, snapshot
+from .conftest import post_at_once
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -32,47 +33,15 @@ BROKER_DB = 14
 
 
 @pytest.fixture
-def idle_broker(redis_url: str) -> Any:
-    import redis
-
-    parts = urlsplit(redis_url)
-    url = urlunsplit((parts.scheme, parts.netloc, f"/{BROKER_DB}", "", ""))
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    try:
+def idle_broker(redis_url: str) -> Iterator[str]:
+    with flushed_redis_db(redis_url, BROKER_DB) as url:
         yield url
-    finally:
-        client.flushdb()
 
 
-def approve_at_once(origin: str, path: str, token: str, keys: list[str]) -> list[tuple[int, Any]]:
+def approve_at_once(origin: str, path: str, token: str, keys: list[str]) -> list[tuple[Any, Any]]:
     """POST ``path`` once per key, all released together; returns (status, body) per key."""
-    host = urlsplit(origin)
-    barrier = threading.Barrier(len(keys), timeout=30)
-    outcomes: list[Any] = [None] * len(keys)
-
-    def contend(i: int) -> None:
-        conn = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
-        try:
-            conn.connect()
-            barrier.wait()
-            conn.request("POST", path, body=b"{}", headers={
-                "Authorization": f"Token {token}", "Content-Type": "application/json",
-                "Idempotency-Key": keys[i]})
-            response = conn.getresponse()
-            outcomes[i] = (response.status, json.loads(response.read()))
-        except Exception as exc:  # noqa: BLE001 - reported as this contender's outcome
-            outcomes[i] = ("error", repr(exc))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=contend, args=(i,), daemon=True) for i in range(len(keys))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=90)
-    assert not any(t.is_alive() for t in threads), "a contender is still waiting after 90 s"
-    return outcomes
+    return post_at_once(origin, path, [(b"{}", {"Authorization": f"Token {token}",
+                                                "Idempotency-Key": key}) for key in keys])
 
 
 def post_once(origin: str, path: str, token: str, key: str) -> tuple[int, Any]:
