@@ -16,9 +16,9 @@ not the idle ones of the worker's pool. The worker process lives on.
     The turn has streamed a random number of deltas when its session is ended. The
     turn cannot store another event, nor its end: the run stays ``running`` until its
     lease lapses and the reaper fails it ``lease_expired``. Every delta stored before is
-    still there, in order, before ``turn.failed``. Such a worker keeps its broken
-    connection and fails every later task (``test_..._serves_its_next_task`` below), so
-    each of these trials gets a new worker.
+    still there, in order, before ``turn.failed``. The worker then closes the broken
+    connection before its next task (``test_..._serves_its_next_task`` below); each of
+    these trials still gets a new worker, to keep the trials independent.
 
 Every trial then passes ``assert_sound``: events contiguous with one terminal event
 per turn, the status final, at most one refund (and only with its ``tool.completed``),
