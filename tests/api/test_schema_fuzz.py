@@ -203,7 +203,7 @@ def assert_clean(seen: Findings, tenant_of: dict[str, str]) -> None:
 
 
 def test_generated_requests_get_no_5xx_no_schema_violation_and_no_cross_tenant_read(
-        live_server_factory, tenants):
+        live_server_factory: Any, tenants: dict[str, Any]) -> None:
     users = seed_users()
     known = seed_both_tenants(tenants)
     # The resume throttle would answer most generated resumes with 429: lift it.
@@ -231,11 +231,11 @@ def view_only_user(username: str, tenant: Any) -> str:
     user.user_permissions.add(*Permission.objects.filter(
         content_type__app_label="symfonic_django", codename__startswith="view_"))
     Membership.objects.create(user=user, tenant=tenant)
-    return Token.objects.create(user=user).key
+    return str(Token.objects.create(user=user).key)
 
 
 def test_view_only_reviewers_of_each_tenant_get_no_5xx_no_foreign_object_and_no_token(
-        live_server_factory, tenants):
+        live_server_factory: Any, tenants: dict[str, Any]) -> None:
     """carol (acme) and dave (globex) may look at their tenant's pauses and runs but
     answer nothing: no response to them carries a ``"token"`` key, anywhere."""
     seed_users()

@@ -8,7 +8,6 @@ examples per property instead, for a longer hunt.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from hypothesis import HealthCheck, settings
 
@@ -18,7 +17,7 @@ def examples(default: int) -> int:
     return int(os.environ.get("SYMFONIC_FUZZ_EXAMPLES") or default)
 
 
-def fuzz_settings(default: int) -> Any:
+def fuzz_settings(default: int) -> settings:
     """Hypothesis settings for a fuzzer run inside a test that already holds the database.
 
     No example database (runs are reproducible from the seed Hypothesis prints),

@@ -76,6 +76,10 @@ def signed(values: Any) -> str:
     return signing.Signer(salt=TOKEN_SALT, algorithm="sha256").sign_object(values)
 
 
+HOSTILE_CLAIMS: tuple[Any, ...] = (None, True, 1.5, 10**30, -1, "", "\x00", "\ud800", [], {},
+                                   "not-a-uuid")
+
+
 def well_typed(claims: PauseClaims) -> bool:
     """Ids canonical UUIDs, times plain ints, every other claim NUL- and surrogate-free text."""
     for name in CLAIM_NAMES:
@@ -129,7 +133,7 @@ def hostile_tokens(token: str, claims: list[Any]) -> st.SearchStrategy[Any]:
     )
 
 
-def test_verify_token_refuses_every_hostile_token_with_a_typed_error(tenants):
+def test_verify_token_refuses_every_hostile_token_with_a_typed_error(tenants: dict[str, Any]) -> None:
     _, pause = paused_run()
     token = token_for(pause)
     claims = [getattr(claims_for(pause), name) for name in CLAIM_NAMES]
@@ -152,7 +156,7 @@ def test_verify_token_refuses_every_hostile_token_with_a_typed_error(tenants):
     print(f"\nverify_token: {seen['examples']} hostile tokens")
 
 
-def test_signed_claims_with_every_field_wrong_in_turn_are_refused(tenants):
+def test_signed_claims_with_every_field_wrong_in_turn_are_refused(tenants: dict[str, Any]) -> None:
     """Each claim replaced by each hostile value: the exhaustive corner of the fuzzer above.
 
     Signed with the real key, a well-typed value (``""`` as a scope hash, a far ``exp``)
@@ -161,10 +165,11 @@ def test_signed_claims_with_every_field_wrong_in_turn_are_refused(tenants):
     _, pause = paused_run()
     claims = claims_for(pause)
     for name in CLAIM_NAMES:
-        for value in (None, True, 1.5, 10**30, -1, "", "\x00", "\ud800", [], {}, "not-a-uuid"):
+        for value in HOSTILE_CLAIMS:
             if getattr(claims, name) == value or (name == "checkpoint_id" and value is None):
                 continue
-            forged = mint_token(dataclasses.replace(claims, **{name: value}))
+            changes: dict[str, Any] = {name: value}
+            forged = mint_token(dataclasses.replace(claims, **changes))
             try:
                 got = verify_token(forged)
             except (InvalidPauseToken, PauseTokenExpired):
@@ -172,7 +177,7 @@ def test_signed_claims_with_every_field_wrong_in_turn_are_refused(tenants):
             assert well_typed(got), (name, value)
 
 
-def test_resume_answers_every_hostile_token_with_a_4xx_and_changes_nothing(tenants):
+def test_resume_answers_every_hostile_token_with_a_4xx_and_changes_nothing(tenants: dict[str, Any]) -> None:
     _, pause = paused_run()
     token = token_for(pause)
     claims = [getattr(claims_for(pause), name) for name in CLAIM_NAMES]
