@@ -36,7 +36,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import events as ev
-from . import hitl, signals
+from . import hitl, jsontext, signals
 from .conf import settings
 from .exceptions import InvalidRunInput, RunNotRetryable
 from .models import AnsweredVia, Pause, Run, RunRetry, RunStatus
@@ -128,6 +128,9 @@ def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", threa
     input that does not fit the ``input_schema`` the agent's registered factory
     declares, if it declares one (``InvalidRunInput``).
     """
+    problem = jsontext.unstorable([input, session_id, thread_id])
+    if problem:
+        raise InvalidRunInput(f"The run's input contains {problem}, which cannot be stored.")
     schema = getattr(settings.agent_factory(agent), "input_schema", None)
     if schema is not None:
         violation = hitl.schema_violation(schema, input,

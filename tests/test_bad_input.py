@@ -470,3 +470,27 @@ def test_a_nul_in_the_api_token_header_is_refused_in_the_error_shape(tenants, en
     # PostgreSQL refuses the NUL in the token lookup (400); SQLite finds no such token (401).
     assert response.status_code in (400, 401) and set(response.json()) == {"code", "detail"}
     assert http_state(pause) == before
+
+
+# --- text no database stores, given through the Python API -------------------------------
+
+@pytest.mark.django_db
+def test_a_python_comment_with_a_nul_is_a_typed_refusal_and_changes_nothing(tenants):
+    from symfonic_django.exceptions import InvalidAnswer
+
+    _, pause = paused_run()
+    before = snapshot(pause)
+    with pytest.raises(InvalidAnswer, match="The comment contains a NUL character"):
+        pauses.approve(pause.pk, comment="ok\x00")
+    assert snapshot(pause) == before
+
+
+@pytest.mark.django_db
+def test_a_python_run_input_with_a_lone_surrogate_is_refused_before_a_run_exists(tenants):
+    from symfonic_django.exceptions import InvalidRunInput
+    from symfonic_django.models import Run
+    from symfonic_django.runs import start_run
+
+    with pytest.raises(InvalidRunInput, match="a lone surrogate"):
+        start_run("echo", {"note": "\ud800"}, scope="acme", dispatch=False)
+    assert not Run.objects.exists()
