@@ -81,7 +81,7 @@ def query_strings(ticket: str) -> st.SearchStrategy[bytes]:
     return st.one_of(encoded, raw)
 
 
-def test_every_query_string_ends_in_a_pinned_close_code(tenants):
+def test_every_query_string_ends_in_a_pinned_close_code(tenants: dict[str, Any]) -> None:
     seed_users()
     alice = get_user_model().objects.get(username="alice")
     run, _ = paused_run()
@@ -103,7 +103,7 @@ def test_every_query_string_ends_in_a_pinned_close_code(tenants):
     print(f"\nwebsocket: {sum(codes.values())} query strings, close codes {codes}")
 
 
-def test_any_run_id_in_the_path_ends_in_a_pinned_close_code(tenants):
+def test_any_run_id_in_the_path_ends_in_a_pinned_close_code(tenants: dict[str, Any]) -> None:
     """The path's run id is read too: a UUID of no run, or no UUID at all, is a 4404."""
     seed_users()
     alice = get_user_model().objects.get(username="alice")
