@@ -49,6 +49,10 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
+#: The claims that bind a token to its pause's metadata, compared with the row at resume.
+BINDING_CLAIMS = ("session_id", "thread_id", "checkpoint_id", "pin_hash", "kind")
+
+
 class HumanInteractionCapability(Protocol):
     """What ``HumanContinuationService`` needs of a host (rule C1): both are checked."""
 
@@ -88,6 +92,11 @@ class DjangoHumanInteraction:
         run_scope = Run.objects.filter(pk=pause.run_id).values_list("scope_key", flat=True).get()
         if run_scope != pause.scope_key:
             raise ScopeMismatch("The pause was bound to a scope other than its run's.")
+        # The rest of the binding the token was minted with (rule B5) must be the pause's
+        # too: a token signed with the deployment's key but other metadata is not its token.
+        expected = pauses.claims_for(pause)
+        if any(getattr(claims, name) != getattr(expected, name) for name in BINDING_CLAIMS):
+            raise LineageRefused("The token's binding differs from the pause it names.")
         return pause
 
     def resume(self, claims: PauseClaims, answer: Any, *, dispatch: bool = True,

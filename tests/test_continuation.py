@@ -513,3 +513,18 @@ def test_c12_scope_resolution_is_the_explicit_scope_for_claims_route(tenants, se
 def forgotten_scope(claims: Any) -> None:
     """A deployment route that no longer knows any scope."""
     return None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("claim", ["session_id", "thread_id", "checkpoint_id", "pin_hash", "kind"])
+def test_a_signed_token_whose_binding_differs_from_its_pause_is_refused(tenants, claim):
+    """Only a key holder could mint one; the token still has to be its pause's own."""
+    from symfonic_django.continuation import redeem_token
+
+    _, pause = paused_run()
+    other = "question" if claim == "kind" else "elsewhere"
+    token = mint_token(replace(claims_for(pause), **{claim: other}))
+    before = snapshot(pause)
+    with pytest.raises(LineageRefused):
+        async_to_sync(redeem_token)(token, {"decisions": [{"type": "approve"}]})
+    assert snapshot(pause) == before

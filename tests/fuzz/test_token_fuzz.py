@@ -105,10 +105,9 @@ def claims_in(token: Any) -> Any:
         return repr(exc)
 
 
-#: The claims ``resume/`` holds against the pause row. The others (session, thread,
-#: checkpoint, pin hash, kind, times) are not compared with the row today, so a token
-#: signed with the real key that keeps these four answers the pause whatever the rest say.
-BINDING_CLAIMS = ("jti", "run_id", "root_run_id", "scope_hash")
+#: The claims ``resume/`` holds against the pause row: every one but the times.
+BINDING_CLAIMS = ("jti", "run_id", "root_run_id", "scope_hash", "session_id", "thread_id",
+                  "checkpoint_id", "pin_hash", "kind")
 
 
 def names_the_pause(token: Any, claims: list[Any]) -> bool:
