@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,14 +23,16 @@ T = TypeVar("T")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 
-@pytest.fixture(scope="session")
-def live(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """Private Redis, daphne serving ``example_project.asgi:application``, two Celery workers."""
+@contextmanager
+def running_stack(directory: Path, *, kill_first: bool = False) -> Iterator[Stack]:
+    """Private Redis, daphne serving ``example_project.asgi:application``, two Celery
+    workers, on the test database; stopped after (``kill_first``: its processes are
+    killed, not asked to exit, when nothing waits on a graceful exit)."""
     from django.db import connection
 
     need(bool(shutil.which("redis-server")), "needs redis-server on PATH")
     need(connection.vendor == "postgresql", "needs PostgreSQL (set DATABASE_URL=postgres://...)")
-    stack = Stack(database_url(connection.settings_dict), tmp_path_factory.mktemp("live"))
+    stack = Stack(database_url(connection.settings_dict), directory)
     try:
         stack.start()
     except Exception as exc:  # noqa: BLE001
@@ -37,7 +40,17 @@ def live(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     try:
         yield stack
     finally:
+        if kill_first:
+            for proc in stack.procs:
+                proc.kill()
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def live(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The live stack (``running_stack``), once per session."""
+    with running_stack(tmp_path_factory.mktemp("live")) as stack:
+        yield stack
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import shutil
 import socket
 import time
 from collections import Counter
@@ -43,9 +42,9 @@ from example_project.shop.models import Refund
 from symfonic_django.models import Run, RunStatus, TurnEvent
 from symfonic_django.tokens import mint_watch_ticket
 
-from ..conftest import need, paused_run
-from ..e2e.conftest import in_db, run_async
-from ..e2e.stack import Stack, Watch, database_url, wait_for, watch
+from ..conftest import paused_run
+from ..e2e.conftest import in_db, run_async, running_stack
+from ..e2e.stack import Stack, Watch, wait_for, watch
 from .conftest import assert_sound, elapsed
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
@@ -67,21 +66,9 @@ REVIEWER = "alice"
 @pytest.fixture(scope="module")
 def deployment(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory,
                ) -> Iterator[Stack]:
-    from django.db import connection
-
-    need(bool(shutil.which("redis-server")), "needs redis-server on PATH")
-    need(connection.vendor == "postgresql", "needs PostgreSQL (set DATABASE_URL=postgres://...)")
-    stack = Stack(database_url(connection.settings_dict), tmp_path_factory.mktemp("faults-live"))
-    try:
-        stack.start()
-    except Exception as exc:  # noqa: BLE001
-        need(False, f"the live stack did not start: {exc}\n{stack.logs()}")
-    try:
+    # Idle by the end: nothing of a test waits on a graceful exit.
+    with running_stack(tmp_path_factory.mktemp("faults-live"), kill_first=True) as stack:
         yield stack
-    finally:
-        for proc in stack.procs:  # idle by now: nothing of a test waits on a graceful exit
-            proc.kill()
-        stack.stop()
 
 
 @pytest.fixture
