@@ -4,7 +4,8 @@ One ``RuleBasedStateMachine`` drives the real functions against the database in
 random interleavings: answers of every kind, cancels, expiry, claims,
 heartbeats, the reaper, operator retries, ends of turns and fenced effects,
 each with the current or a stale fencing epoch, across the three sibling pauses
-of one or two paused runs and the continuations they create. A small model
+of each paused run (one or two at the start, another whenever all settled), the
+continuations they create, and a run whose agent raises. A small model
 predicts every outcome (which call is refused and with what, which edge each
 row takes, how many events a run has); after every step the invariants are
 checked against the rows:
@@ -21,6 +22,13 @@ A failure prints the shrunk steps as Python (``state.approve(pause=0)``,
 ``state.frozen_fenced_effect(run=0)``) and a blob: decorate
 ``RunsAndPauses`` with the printed ``@reproduce_failure(...)`` to replay it.
 ``SYMFONIC_PROPERTY_EXAMPLES`` and ``SYMFONIC_PROPERTY_STEPS`` select a longer run.
+
+The machine runs inside one pytest test marked ``django_db(transaction=True)``:
+the functions commit, take row locks and run their on-commit hooks as in a
+deployment, which one test-wide transaction would hide. Each machine starts by
+deleting the rows of the one before (a few rows), rather than a flush of every
+table per example. (``RunsAndPauses.TestCase`` on Django's
+``TransactionTestCase`` would work too, without pytest-django's fixtures.)
 
 Single-threaded on purpose: the model must know the one right outcome of each
 step. Races between processes are the fault suite's (real workers, SIGSTOP,
@@ -490,20 +498,24 @@ class RunsAndPauses(RuleBasedStateMachine):
         target.events += 1
         target.lapsed = False
 
-    def fence(self, target: RunModel, epoch: int) -> None:
+    def fence(self, target: RunModel, epoch: int, *, live: bool) -> None:
         """A side effect fenced as ``turns.fenced`` does: the effect, the lease check, its event.
 
-        The effect is a marker row; a refused fence must leave none.
+        The effect is a marker row; a refused fence must leave none. A ``live``
+        worker's heartbeat renews its lease first (when its claim still holds).
         """
+        current = target.status == RUNNING and epoch == target.epoch
+        held = current and (live or not target.lapsed)
         self.fences += 1
         marker = f"fence-{self.fences}"
-        held = target.status == RUNNING and epoch == target.epoch and not target.lapsed
         if not held:
             lapsed = " whose lease lapsed" if target.lapsed else ""
             self.expect_refusal(f"fence of a {target.status} run{lapsed}, "
                                 f"{target.epoch - epoch} epoch(s) behind")
 
         def effect() -> None:
+            if live:
+                assert runs.extend_lease(target.pk, epoch) is current
             with transaction.atomic():
                 runs.bound_fenced_transaction()
                 Refund.objects.create(order_id=marker, amount=1, run_id=uuid.uuid4())
@@ -519,13 +531,14 @@ class RunsAndPauses(RuleBasedStateMachine):
         TALLY["fenced effect committed"] += 1
         self.markers[marker] = (target.pk, epoch)
         target.events += 1
+        target.lapsed = False
 
     @precondition(lambda self: self.any_run(RUNNING))
     @transition(run=RUN, behind=STALENESS)
     def fenced_effect(self, run: int, behind: int) -> None:
-        """A worker's fenced effect, under its claim's epoch or a stale one."""
+        """A live worker's fenced effect, under its claim's epoch or a stale one."""
         target = self.run_at(run, RUNNING)
-        self.fence(target, target.epoch - behind)
+        self.fence(target, target.epoch - behind, live=True)
 
     @precondition(lambda self: self.any_run(RUNNING))
     @transition(run=RUN)
@@ -534,11 +547,11 @@ class RunsAndPauses(RuleBasedStateMachine):
 
         Its epoch is still the run's, but the lease lapsed: the fence refuses. The
         run stays lapsed, so the next steps see that window: a heartbeat renews it,
-        an end still ends it, the reaper fails it.
+        an end still ends it, the reaper fails it, a live worker's fence renews it.
         """
         target = self.run_at(run, RUNNING)
         self.stop_renewing(target)
-        self.fence(target, target.epoch)
+        self.fence(target, target.epoch, live=False)
 
     @precondition(lambda self: self.any_run(QUEUED))
     @transition(run=RUN)
@@ -670,9 +683,9 @@ class RunsAndPauses(RuleBasedStateMachine):
 
 
 def untaken() -> set[str]:
-    """The edges of both machines no step took yet."""
+    """The edges of both machines no step took yet, and whether a fence held."""
     edges = {f"run {edge}" for edge in runs.EDGES} | {f"pause {edge}" for edge in pauses.EDGES}
-    return edges - set(TALLY)
+    return (edges | {"fenced effect committed"}) - set(TALLY)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -689,3 +702,4 @@ def test_runs_and_pauses_keep_their_invariants_in_any_interleaving(
     print(f"{rounds} round(s) of {EXAMPLES} examples of up to {STEPS} steps:",
           ", ".join(f"{name} {n}" for name, n in sorted(TALLY.items())))
     assert not untaken(), f"no interleaving reached {untaken()}: {TALLY}"
+    assert any(name.startswith("refused: fence of a running run") for name in TALLY), TALLY
