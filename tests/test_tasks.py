@@ -10,7 +10,7 @@ from symfonic_django.tasks import BEAT_SCHEDULE
 
 
 def test_the_task_names_runs_sends_by_are_registered_acks_late_tasks():
-    app.loader.import_default_modules()
+    # Importing symfonic_django.tasks (above) registered its shared tasks on the app.
     for name in (runs.START_TASK, runs.CONTINUATION_TASK,
                  *(entry["task"] for entry in BEAT_SCHEDULE.values())):
         task = app.tasks[name]
