@@ -205,10 +205,11 @@ def claim(run_id: Any, worker: str) -> Run | None:
         run.started_at, run.lease_until, run.resend_after = now, lease_until, None
         run.updated_at = now
         resumed = str(run.resumed_from_id) if run.resumed_from_id else None
-        # A retried run continues its stream after the turn.failed it ended with.
+        # Only a claim starts a run's events, so on its first claim (epoch 1) a run has
+        # none; a retried run continues its stream after the turn.failed it ended with.
+        seq = ev.next_seq(run.pk) if run.epoch > 1 else 1
         run.started_event = ev.append(  # type: ignore[attr-defined]
-            run.pk, ev.next_seq(run.pk), ev.TurnStarted(agent=run.agent,
-                                                        resumed_from_pause=resumed))
+            run.pk, seq, ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed))
         signals.send_on_commit(signals.run_claimed, Run, run=run, worker=worker,
                                epoch=run.epoch)
     return run
