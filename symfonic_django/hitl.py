@@ -191,34 +191,35 @@ def validate_proposal(prompt: Any) -> dict[str, Any]:
     """
     proposal = normalize_prompt(prompt)
     for request in proposal["action_requests"]:
-        name, args = request["name"], request["args"]
-        problem = _not_json(args)
-        if problem:
-            raise InvalidProposal(f"The proposed arguments of {name!r} are not JSON: {problem}.")
-        schema = review_config(proposal, name).get("args_schema")
-        if schema is None:
-            continue
-        validator = _validator(schema, f"The args_schema of {name!r}", InvalidProposal)
-        violation = _violation(validator, args)
-        if violation:
-            raise InvalidProposal(
-                f"The proposed arguments of {name!r} do not fit its args_schema: {violation}.")
+        name = request["name"]
+        _check_args(request["args"], review_config(proposal, name).get("args_schema"), name,
+                    InvalidProposal, subject=f"The proposed arguments of {name!r}",
+                    schema_word="args_schema")
     return proposal
+
+
+def _check_args(args: Any, schema: Any, name: str, refusal: type[SymfonicError], *,
+                subject: str, schema_word: str) -> None:
+    """Raise ``refusal`` unless ``args`` are JSON that fit ``schema`` (if there is one).
+
+    One check for both sides of an approval: the agent's proposal
+    (``InvalidProposal``) and a reviewer's edit of it (``InvalidAnswer``).
+    """
+    problem = _not_json(args)
+    if problem:
+        raise refusal(f"{subject} are not JSON: {problem}.")
+    if schema is None:
+        return
+    violation = _violation(_validator(schema, f"The args_schema of {name!r}", refusal), args)
+    if violation:
+        raise refusal(f"{subject} do not fit its {schema_word}: {violation}.")
 
 
 def _check_edited_args(args: Any, schema: Any, action_name: str) -> None:
     if not isinstance(args, dict):
         raise InvalidAnswer(f"Edited arguments for {action_name!r} must be an object.")
-    problem = _not_json(args)
-    if problem:
-        raise InvalidAnswer(f"Edited arguments for {action_name!r} are not JSON: {problem}.")
-    if schema is None:
-        return
-    validator = _validator(schema, f"The args_schema of {action_name!r}", InvalidAnswer)
-    violation = _violation(validator, args)
-    if violation:
-        raise InvalidAnswer(
-            f"Edited arguments for {action_name!r} do not fit its schema: {violation}.")
+    _check_args(args, schema, action_name, InvalidAnswer,
+                subject=f"Edited arguments for {action_name!r}", schema_word="schema")
 
 
 def validate_response(prompt: dict[str, Any], answer: Any) -> dict[str, Any]:
