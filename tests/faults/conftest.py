@@ -23,7 +23,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -373,6 +373,23 @@ def wait_lease_lapsed(run_ids: list[Any], timeout: float) -> None:
         return all(until is not None and until < now for until in leases)
 
     wait_for(lapsed, timeout=timeout, what="the leases to lapse")
+
+
+def act_on_each_when_held(trials: Sequence[Any], act: Callable[[Any], bool],
+                          timeout: float = 30) -> None:
+    """Poll every trial; ``act`` on each the moment it reaches its point.
+
+    ``act(trial)`` returns whether the trial was at its point (and acted on);
+    each trial has a ``kind`` and a ``lane`` whose logs explain a timeout.
+    """
+    waiting = list(trials)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        waiting = [trial for trial in waiting if not act(trial)]
+        if waiting and time.monotonic() > deadline:
+            raise AssertionError(f"timed out holding {[t.kind for t in waiting]}\n"
+                                 + "\n".join(t.lane.logs() for t in waiting))
+        time.sleep(0.001)
 
 
 def elapsed(since: float) -> str:

@@ -45,6 +45,7 @@ from .conftest import (
     Lane,
     Lanes,
     Process,
+    act_on_each_when_held,
     approved_refund,
     approved_stream,
     assert_sound,
@@ -95,19 +96,15 @@ def prepare(kind: str, number: int, lane: Lane, tenants: dict[str, Any],
     return Trial(kind, number, lane, run.pk, target=rng.randint(*STREAM_DELTAS))
 
 
-def cut_each_when_held(trials: list[Trial], timeout: float = 30) -> None:
-    """Poll every trial; end its worker's sessions the moment it reaches its point."""
-    waiting = list(trials)
-    deadline = time.monotonic() + timeout
-    while waiting:
-        for trial in list(waiting):
-            if trial.held():
-                trial.ended_sessions = trial.lane.terminate(EVENT_INSERT)
-                waiting.remove(trial)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out holding {[t.kind for t in waiting]}\n"
-                                 + "\n".join(t.lane.logs() for t in waiting))
-        time.sleep(0.001)
+def cut_each_when_held(trials: list[Trial]) -> None:
+    """End a trial's worker sessions the moment it reaches its point."""
+    def cut(trial: Trial) -> bool:
+        if not trial.held():
+            return False
+        trial.ended_sessions = trial.lane.terminate(EVENT_INSERT)
+        return True
+
+    act_on_each_when_held(trials, cut)
 
 
 def test_a_worker_whose_connection_is_ended_during_a_claim_or_a_stream(

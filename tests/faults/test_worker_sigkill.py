@@ -64,6 +64,7 @@ from .conftest import (
     Lane,
     Lanes,
     Process,
+    act_on_each_when_held,
     approved_refund,
     approved_stream,
     assert_sound,
@@ -137,24 +138,19 @@ def prepare(mode: str, kind: str, number: int, lane: Lane, tenants: dict[str, An
     return Trial(mode, kind, number, lane, run.pk, gates=[event_gate(run.pk, 4)])
 
 
-def kill_each_when_held(trials: list[Trial], timeout: float = 30) -> None:
-    """Poll every trial; SIGKILL a trial's process the moment it reaches its point, and open
-    its gates."""
-    waiting = list(trials)
-    deadline = time.monotonic() + timeout
-    while waiting:
-        for trial in list(waiting):
-            process = trial.holder()
-            if process is not None:
-                trial.backends = trial.lane.kill(process)
-                # At once: a gate only stands for the moment the process was in, and a
-                # killed process's session must not keep holding what the gate made it wait in.
-                trial.open_gates()
-                waiting.remove(trial)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out holding {[t.kind for t in waiting]}\n"
-                                 + "\n".join(t.lane.logs() for t in waiting))
-        time.sleep(0.001)
+def kill_each_when_held(trials: list[Trial]) -> None:
+    """SIGKILL a trial's process the moment it reaches its point, and open its gates."""
+    def kill(trial: Trial) -> bool:
+        process = trial.holder()
+        if process is None:
+            return False
+        trial.backends = trial.lane.kill(process)
+        # At once: a gate only stands for the moment the process was in, and a killed
+        # process's session must not keep holding what the gate made it wait in.
+        trial.open_gates()
+        return True
+
+    act_on_each_when_held(trials, kill)
 
 
 def check_at_kill(trial: Trial) -> None:
