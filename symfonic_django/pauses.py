@@ -25,6 +25,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from . import hitl, jsontext, runs, signals
@@ -57,11 +58,13 @@ EDGES: dict[str, tuple[str, str]] = {
 }
 
 
-def _leave(pause_id: Any, edge: str, **changes: Any) -> bool:
-    """Take ``edge`` if the pause is still pending; the one place a pause status is written."""
+def _leave(pause_ids: list[Any], edge: str, **changes: Any) -> int:
+    """Take ``edge`` for those of the pauses still pending; returns how many did.
+
+    The one place a pause status is written.
+    """
     source, target = EDGES[edge]
-    return bool(Pause.objects.filter(pk=pause_id, status=source).update(status=target,
-                                                                        **changes))
+    return Pause.objects.filter(pk__in=pause_ids, status=source).update(status=target, **changes)
 
 
 @dataclass(frozen=True)
@@ -215,10 +218,10 @@ def _leave_pending(
         run = Run.objects.select_for_update().get(pk=pause.run_id)
         pause = (Pause.objects.select_for_update(of=("self",)).select_related("answered_by")
                  .get(pk=pause.pk))
-        if pause.status != PENDING or (edge != "expire" and pause.expires_at <= now):
+        if pause.status != PENDING or pause.expires_at <= now:
             _refuse_closed(pause, now)
         user = actor if getattr(actor, "pk", None) is not None else None
-        won = _leave(pause.pk, edge, answer=answer, answered_by=user, answered_via=via,
+        won = _leave([pause.pk], edge, answer=answer, answered_by=user, answered_via=via,
                      answered_at=now, updated_at=now)
         if not won:  # SQLite has no row locks: the conditional UPDATE is the claim
             raise AlreadyAnswered()
@@ -233,9 +236,6 @@ def _leave_pending(
         if edge == "answer":
             signals.send_on_commit(signals.pause_answered, Pause, pause=pause,
                                    decision=decision, continuation=continuation)
-        elif edge == "expire":
-            signals.send_on_commit(signals.pause_expired, Pause, pause=pause,
-                                   continuation=continuation)
         else:
             signals.send_on_commit(signals.pause_cancelled, Pause, pause=pause,
                                    decision=decision)
@@ -310,27 +310,64 @@ def cancel(pause_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
 
 def expire(pause_id: Any, *, now: datetime | None = None) -> Resolution | None:
     """Expire one pause if it is pending and due; ``None`` when it is not (anymore)."""
-    now = now or timezone.now()
     try:
-        pause = _lookup(pause_id, ALL_SCOPES)
-    except NotFound:
+        UUID(str(pause_id))
+    except ValueError:
         return None
-    if pause.status != PauseStatus.PENDING or pause.expires_at > now:
-        return None
-    answer = TIMEOUT_ANSWER if settings.ON_EXPIRE == "resume" else None
-    try:
-        return _leave_pending(pause_id, edge="expire", answer=answer,
-                              action="expire", actor=None, via=AnsweredVia.SYSTEM,
-                              validate=False, now=now)
-    except (AlreadyAnswered, PauseExpired):
-        return None  # an answer (or another expirer) got there first
+    expired = _expire(Pause.objects.filter(pk=pause_id), now=now or timezone.now())
+    return expired[0] if expired else None
 
 
 def expire_due(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Expire pending pauses whose time is up; returns how many this call expired."""
+    """Expire pending pauses whose time is up, up to ``limit``; returns how many it expired."""
     now = now or timezone.now()
-    ids = list(Pause.objects.due(now).order_by("expires_at").values_list("pk", flat=True)[:limit])
-    return sum(1 for pk in ids if expire(pk, now=now) is not None)
+    return len(_expire(Pause.objects.due(now).order_by("expires_at")[:limit], now=now))
+
+
+def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
+    """Expire those of ``candidates`` still pending and due at ``now``, in one transaction.
+
+    A few queries for the whole batch, plus what settling each run writes:
+    the runs are locked first, then their pauses, in the order every answer
+    takes them; the pauses found still pending and due under those locks leave
+    ``pending`` in one guarded UPDATE, with one ``Decision`` each. Each pause
+    sends ``pause_expired`` on commit, and each of their runs is settled.
+    """
+    answer = TIMEOUT_ANSWER if settings.ON_EXPIRE == "resume" else None
+    with transaction.atomic():
+        chosen = list(candidates.values_list("pk", "run_id"))
+        pause_ids, run_ids = {pk for pk, _ in chosen}, sorted({run_id for _, run_id in chosen})
+        locked = {run.pk: run for run in
+                  Run.objects.select_for_update().filter(pk__in=run_ids).order_by("pk")}
+        by_run: dict[Any, list[Pause]] = {}
+        for pause in (Pause.objects.select_for_update().filter(run_id__in=run_ids)
+                      .order_by("created_at")):
+            by_run.setdefault(pause.run_id, []).append(pause)
+        due = [pause for pauses in by_run.values() for pause in pauses
+               if pause.pk in pause_ids and pause.status == PENDING and pause.expires_at <= now]
+        if not due:
+            return []
+        # Row locks make every locked pending pause this transaction's; SQLite
+        # serializes writers itself. A shortfall would mean neither held.
+        if _leave([pause.pk for pause in due], "expire", answer=answer,
+                  answered_via=AnsweredVia.SYSTEM, answered_at=now, updated_at=now) != len(due):
+            raise AlreadyAnswered()
+        Decision.objects.bulk_create(
+            Decision(pause=pause, via=AnsweredVia.SYSTEM, action=Decision.Action.EXPIRE,
+                     actor_label="system", answer=answer, created_at=now)
+            for pause in due)
+        for pause in due:  # the rows as this transaction leaves them, without reading them back
+            pause.status, pause.answer = PauseStatus.EXPIRED, answer
+            pause.answered_via, pause.answered_at, pause.updated_at = AnsweredVia.SYSTEM, now, now
+        continuations = {run_id: settle(locked[run_id], pauses=by_run[run_id], now=now)
+                         for run_id in dict.fromkeys(pause.run_id for pause in due)}
+        resolutions = [Resolution(pause=pause, continuation=continuations[pause.run_id])
+                       for pause in due]
+        for resolution in resolutions:
+            resolution.pause.continuation = resolution.continuation
+            signals.send_on_commit(signals.pause_expired, Pause, pause=resolution.pause,
+                                   continuation=resolution.continuation)
+    return resolutions
 
 
 # --- settling a paused run ---------------------------------------------------
@@ -341,8 +378,12 @@ def _is_dead(pause: Pause) -> bool:
     )
 
 
-def settle(run: Run, *, dispatch: bool = True, now: datetime | None = None) -> Run | None:
+def settle(run: Run, *, pauses: list[Pause] | None = None, dispatch: bool = True,
+           now: datetime | None = None) -> Run | None:
     """Decide what a paused run does now; the caller holds ``run``'s row lock.
+
+    ``pauses`` are the run's pauses, oldest first, when the caller has already
+    locked and read them (the expiry sweep does, for a whole batch).
 
     A cancelled pause (or one expired with ``ON_EXPIRE="fail"``) fails the run
     and cancels its still-pending siblings. Once no pause is pending, the
@@ -352,12 +393,13 @@ def settle(run: Run, *, dispatch: bool = True, now: datetime | None = None) -> R
     if run.status != RunStatus.PAUSED:
         return None  # still running: the turn settles itself when it ends
     now = now or timezone.now()
-    pauses = list(Pause.objects.select_for_update().filter(run=run).order_by("created_at"))
+    if pauses is None:
+        pauses = list(Pause.objects.select_for_update().filter(run=run).order_by("created_at"))
     dead = next((p for p in pauses if _is_dead(p)), None)
     if dead is not None:
         for sibling in pauses:
             if sibling.status == PENDING and _leave(
-                    sibling.pk, "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
+                    [sibling.pk], "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
                     updated_at=now):
                 sibling.status = PauseStatus.CANCELLED
                 decision = Decision.objects.create(

@@ -185,3 +185,45 @@ def test_symfonic_reap_command_reaps_lapsed_runs(tenants):
     assert out.getvalue().splitlines() == ["reaped 1 run(s)", "sent again 0 overdue run(s)"]
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.error["code"] == "lease_expired"
+
+
+@pytest.mark.parametrize("policy", ["fail", "resume"])
+def test_a_sweep_expires_in_bulk_with_at_most_3_queries_per_pause(
+        tenants, on_expire, policy, django_capture_on_commit_callbacks):
+    """The sweep locks, expires and audits the whole batch in a few queries; only settling
+    each run costs queries of its own (fail: one UPDATE; resume: the continuation's INSERT
+    and the pauses' link to it)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from symfonic_django import signals
+
+    on_expire(policy)
+    due = [paused_run()[1] for _ in range(30)]
+    _, not_due = paused_run()
+    make_due(*due)
+    sent: list[Any] = []
+    signals.pause_expired.connect(lambda **kw: sent.append(kw["pause"].pk), weak=False,
+                                  dispatch_uid="sweep-test")
+    try:
+        with (django_capture_on_commit_callbacks(execute=True),
+              CaptureQueriesContext(connection) as queries):
+            assert pauses.expire_due() == len(due)
+    finally:
+        signals.pause_expired.disconnect(dispatch_uid="sweep-test")
+
+    print(f"\n{policy}: {len(queries)} queries for {len(due)} pauses")
+    assert len(queries) <= 3 * len(due), len(queries)
+    rows = Pause.objects.filter(pk__in=[p.pk for p in due])
+    assert set(rows.values_list("status", flat=True)) == {PauseStatus.EXPIRED}
+    assert Decision.objects.filter(pause__in=due, action="expire").count() == len(due)
+    assert sorted(sent) == sorted(p.pk for p in due)  # each sent once, on commit
+    runs = Run.objects.filter(pk__in=[p.run_id for p in due])
+    if policy == "fail":
+        assert set(runs.values_list("status", flat=True)) == {RunStatus.FAILED}
+        assert not Run.objects.filter(parent__in=runs).exists()
+    else:
+        assert Run.objects.filter(parent__in=runs, status=RunStatus.QUEUED).count() == len(due)
+        assert all(p.continuation_id for p in rows)
+    not_due.refresh_from_db()
+    assert not_due.status == PauseStatus.PENDING

@@ -120,7 +120,8 @@ def answer_at_barrier(env: dict[str, str], pause_id: str, index: int, barrier: A
 
 
 def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tuple[str, float]],
-                               lead: float, barrier: Any, due: Any, results: Any) -> None:
+                               lead: float, barrier: Any, due: Any, results: Any,
+                               sweep: bool = False) -> None:
     """Two of these race, trial by trial: one ``"expirer"``, one ``"answerer"``.
 
     For each ``(pause_id, offset)`` the expirer sets the pause's ``expires_at``
@@ -128,8 +129,10 @@ def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tupl
     ``barrier``, then each acts at ``expires_at + offset``: the answerer calls
     ``approve`` (outcome ``"answered"`` or the refusal code), the expirer calls
     ``expire`` (``"expired"`` when it expired the pause, ``"none"`` when it
-    returned None). Meeting per trial keeps a slow trial from delaying the
-    next. Reports ``(role, [(pause_id, outcome, started, ended)])``.
+    returned None). With ``sweep`` the expirer runs the beat's sweep,
+    ``expire_due()``, instead: ``"expired"`` when the pause is expired after it.
+    Meeting per trial keeps a slow trial from delaying the next. Reports
+    ``(role, [(pause_id, outcome, started, ended)])``.
     """
     try:
         _setup_django(env)
@@ -157,6 +160,10 @@ def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tupl
             if role == "answerer":
                 pauses.approve(pause_id, actor=role)
                 outcome = "answered"
+            elif sweep:
+                pauses.expire_due()
+                expired = Pause.objects.filter(pk=pause_id, status="expired").exists()
+                outcome = "expired" if expired else "none"
             else:
                 outcome = "expired" if pauses.expire(pause_id) is not None else "none"
         except SymfonicError as exc:

@@ -46,7 +46,10 @@ def paused_runs_with_one_pause(n: int) -> list[Pause]:
     return created
 
 
-def test_200_expiries_racing_answers_each_end_in_exactly_one_outcome():
+@pytest.mark.parametrize("sweep", [False, True], ids=["expire", "expire_due"])
+def test_200_expiries_racing_answers_each_end_in_exactly_one_outcome(sweep: bool):
+    """``expire(pause)`` for one pause, or the beat's batch sweep ``expire_due()``: the
+    same transaction either way, racing ``approve`` through the same guard."""
     trials = paused_runs_with_one_pause(TRIALS)
     rng = random.Random(20261129)
     answerer_plan = [(str(p.pk), rng.uniform(-ANSWER_EARLY, ANSWER_LATE)) for p in trials]
@@ -62,7 +65,7 @@ def test_200_expiries_racing_answers_each_end_in_exactly_one_outcome():
         for role, plan in (("answerer", answerer_plan), ("expirer", expirer_plan)):
             contenders.append(ctx.Process(
                 target=race_expiry_against_answer, daemon=True,
-                args=(env, role, plan[pair::PAIRS], LEAD, barrier, due, results)))
+                args=(env, role, plan[pair::PAIRS], LEAD, barrier, due, results, sweep)))
     for contender in contenders:
         contender.start()
     reports: dict[str, list] = {"answerer": [], "expirer": []}
