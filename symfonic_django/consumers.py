@@ -25,8 +25,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
 from .delivery import may_hold_tokens, wire_events
-from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name
-from .models import Run, RunStatus, TurnEvent
+from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, rows_after
+from .models import Run, RunStatus
 from .scopes import may_review, reviewer_scope_keys
 from .tokens import MAX_TOKEN_LENGTH, verify_watch_ticket
 
@@ -115,8 +115,7 @@ def _access(user_pk: Any, run: Run) -> tuple[int | None, bool]:
 
 def _rows_after(run: Run, after: int, with_tokens: bool) -> list[dict[str, Any]]:
     """The run's first ``BATCH`` events after ``after``, in wire form."""
-    rows = list(TurnEvent.objects.filter(run_id=run.pk, seq__gt=after).order_by("seq")[:BATCH])
-    return wire_events(rows, run, with_tokens=with_tokens)
+    return wire_events(rows_after(run.pk, after, BATCH), run, with_tokens=with_tokens)
 
 
 def _open(run_id: uuid.UUID, user: Any, after: int,

@@ -127,6 +127,17 @@ def next_seq(run_id: Any) -> int:
     return int(TurnEvent.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0) + 1
 
 
+def rows_after(run_id: Any, after: int, limit: int) -> list[TurnEvent]:
+    """The run's next ``limit`` stored events after ``after``, in order: the replay read.
+
+    A run's ``seq`` is contiguous, so they are the ones up to ``after + limit``.
+    Saying so bounds the index range read to one batch whatever the planner
+    estimates (a long run skews them), instead of every row after ``after``.
+    """
+    return list(TurnEvent.objects.filter(run_id=run_id, seq__gt=after, seq__lte=after + limit)
+                .order_by("seq")[:limit])
+
+
 def append(run_id: Any, seq: int, event: Event) -> TurnEvent:
     """Store one event as ``seq``. ``(run, seq)`` is unique: a second writer fails loudly."""
     return TurnEvent.objects.create(run_id=run_id, seq=seq, type=event.type, data=event.data(),

@@ -649,6 +649,19 @@ def test_run_events_after_n_replays_only_later_events(alice):
     assert_refused(alice.get(f"{API}runs/{run.pk}/events/?after=-1"), 400, "invalid_request")
 
 
+def test_a_long_run_replays_in_pages_of_1000_from_any_point(alice):
+    from symfonic_django.models import TurnEvent
+
+    run, _ = paused_run()  # 4 events, then 2,096 more: a run longer than two pages
+    TurnEvent.objects.bulk_create(TurnEvent(run=run, seq=seq, type="message.delta",
+                                            data={"text": str(seq)}) for seq in range(5, 2101))
+    pages = [[e["seq"] for e in alice.get(f"{API}runs/{run.pk}/events/?after={after}")
+              .json()["results"]] for after in (0, 1000, 2000, 2100, 1099)]
+    assert pages[:4] == [list(range(1, 1001)), list(range(1001, 2001)),
+                         list(range(2001, 2101)), []]
+    assert pages[4] == list(range(1100, 2100))
+
+
 def test_starting_a_run_is_accepted_in_the_callers_tenant(alice):
     body = assert_accepted(post(alice, "runs/", {"agent": "echo", "input": {"x": 1},
                                                 "session_id": "s1"}))

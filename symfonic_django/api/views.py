@@ -32,6 +32,7 @@ from .. import pauses
 from ..conf import settings
 from ..continuation import redeem_token
 from ..delivery import may_hold_tokens, wire_events
+from ..events import rows_after
 from ..exceptions import (
     InvalidPauseToken,
     InvalidRequest,
@@ -73,6 +74,8 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 
 #: ``after`` and other counters in a query are ``seq`` values: ASCII digits, 32-bit.
 MAX_QUERY_INT = 2**31 - 1
+#: Events per page of ``GET runs/{id}/events/``.
+EVENTS_PAGE = 1000
 #: Refusals of ``resume/`` that say the token is no good (not the answer, not the pause's
 #: state): each counts against the pause the token names (``FailedTokenAttempts``).
 TOKEN_FAILURES = (InvalidPauseToken, PauseTokenExpired, ScopeMismatch, ScopeUnknown,
@@ -348,7 +351,7 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
     def events(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
         after = query_int(request, "after", 0)
-        rows = list(run.events.filter(seq__gt=after).order_by("seq")[:1000])
         return Response({"results": wire_events(
-            rows, run, with_tokens=may_hold_tokens(request.user, run))})
+            rows_after(run.pk, after, EVENTS_PAGE), run,
+            with_tokens=may_hold_tokens(request.user, run))})
 
