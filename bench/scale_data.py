@@ -478,18 +478,19 @@ def getter(client: Any, url: str, **headers: Any) -> Callable[[], None]:
     return get
 
 
-# Filter choices a changelist's filters are measured with, when they offer them.
-PREFERRED_CHOICES = ("pending", "queued", "turn.completed", "approve", "question", "api",
-                     BIG_SCOPE)
+#: The choice each list filter is measured with, by parameter, when the filter offers it.
+PREFERRED_CHOICES = {"status": ("pending", "queued"), "kind": ("question",), "agent": ("refund",),
+                     "type": ("turn.completed",), "action": ("approve",), "via": ("api",),
+                     "scope": (BIG_SCOPE,)}
 
 
 def pick_choice(spec: Any, changelist: Any) -> str | None:
-    """The query string of one choice of a list filter: a preferred value, else the first
-    that is not "All"."""
+    """The query string of one choice of a list filter: the preferred value for its
+    parameter, else the first choice that is not "All"."""
     choices = [c for c in spec.choices(changelist) if not c.get("selected")]
     for choice in choices:
-        value = choice["query_string"].rsplit("=", 1)[-1]
-        if value in PREFERRED_CHOICES:
+        parameter, _, value = choice["query_string"].lstrip("?").rpartition("=")
+        if value in PREFERRED_CHOICES.get(parameter.split("__")[0], ()):
             return str(choice["query_string"])
     return str(choices[0]["query_string"]) if choices else None
 
