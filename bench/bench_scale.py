@@ -167,7 +167,8 @@ class Result:
 
 
 def call_once(path: scale_data.HotPath) -> tuple[float, int, QueryLog]:
-    """Prepare and call ``path``: seconds, items handled, and the queries it made."""
+    """Prepare, call and clean up ``path``: the call's seconds, the items it handled, and
+    the queries it made."""
     from django.db import connection
 
     if path.prepare:
@@ -177,6 +178,8 @@ def call_once(path: scale_data.HotPath) -> tuple[float, int, QueryLog]:
         started = time.perf_counter()
         out = path.call()
         seconds = time.perf_counter() - started
+    if path.cleanup:
+        path.cleanup()
     return seconds, int(out) if path.goal == scale_data.EXPIRY else 1, log  # type: ignore[call-overload]
 
 

@@ -10,11 +10,12 @@ same skew):
 * N / 5 runs of the refund agent (200,000 at 1M), each with 5 pauses (4
   approvals shaped as the example's ``refund_prompt``, then a question). By
   run: 5% paused (their pauses pending, asked within the last day), 1% queued
-  (not claimed yet: no events, epoch 0, not overdue), 2% running (a lease an
-  hour long), 3% failed, 89% completed. A run whose pauses were all answered
-  is stored as completed, failed or running: the app would record the rest of
-  the turn as a child run; the bench folds it into the run that asked, which
-  no hot path reads.
+  (not claimed yet: no events, epoch 0), 2% running, 3% failed, 89% completed.
+  No pending pause falls due, no lease lapses and no queued run is overdue
+  within a week (``HORIZON``): the hot paths make those they work on. A run
+  whose pauses were all answered is stored as completed, failed or running:
+  the app would record the rest of the turn as a child run; the bench folds it
+  into the run that asked, which no hot path reads.
 * Pauses of the other runs: 90% answered (through the admin or the API, by the
   reviewer of ``acme`` in ``acme``, by the superuser elsewhere; one approval in
   ten rejected), 5% expired, 5% cancelled. Settled pauses are spread over a
@@ -132,6 +133,11 @@ def prompt_sql(question: str) -> str:
         END"""
 
 
+#: Nothing loaded falls due, lapses or is overdue before this (a ``--reuse`` run a few
+#: days later measures the same work): the hot paths make their own due pauses, lapsed
+#: leases and overdue runs.
+HORIZON = "interval '7 days'"
+
 QUESTION_SCHEMA = '{"type": "string", "enum": ["UPS", "DHL", "FedEx"]}'
 
 RUN_COLUMNS = {
@@ -146,10 +152,9 @@ RUN_COLUMNS = {
                 END""",
     "epoch": "CASE WHEN status = 'queued' THEN 0 ELSE 1 END",
     "worker": "CASE WHEN status = 'queued' THEN '' ELSE 'worker-' || r %% 8 END",
-    "lease_until": "CASE WHEN status = 'running' THEN now + interval '1 hour' END",
+    "lease_until": f"CASE WHEN status = 'running' THEN now + {HORIZON} END",
     "sent_at": "created", "sends": "1",
-    # Not overdue while the bench runs: the requeue path makes its own overdue runs.
-    "resend_after": "CASE WHEN status = 'queued' THEN now + interval '1 day' END",
+    "resend_after": f"CASE WHEN status = 'queued' THEN now + {HORIZON} END",
     "created_at": "created",
     "started_at": "CASE WHEN status = 'queued' THEN NULL ELSE created END",
     "finished_at": """CASE WHEN status IN ('completed', 'failed')
@@ -179,7 +184,7 @@ PAUSE_COLUMNS = {
     "idempotency_key": "'refund-' || i",
     "bound_run_id": "run_id::text", "bound_root_run_id": "run_id::text",
     "status": "pause_status",
-    "expires_at": "asked + CASE WHEN pause_status = 'pending' THEN interval '2 days' "
+    "expires_at": f"asked + CASE WHEN pause_status = 'pending' THEN {HORIZON} "
                   "ELSE interval '1 day' END",
     "answer": ANSWER_SQL,
     "answered_by_id": ANSWERER_SQL,
@@ -452,9 +457,11 @@ class HotPath:
     """One hot path: ``call`` runs it through the app's code.
 
     ``prepare`` (untimed) runs before each call, to make the work the call does
-    (due pauses, lapsed leases). For an ``EXPIRY`` path ``call`` returns how many
-    pauses it handled, and the path is judged per pause. ``detail`` says what was
-    asked at this size (the name stays the same at every size).
+    (due pauses, lapsed leases), and ``cleanup`` (untimed) after it, to leave no
+    work behind for other paths (a claimed run is ended). For an ``EXPIRY`` path
+    ``call`` returns how many pauses it handled, and the path is judged per
+    pause. ``detail`` says what was asked at this size (the name stays the same
+    at every size).
     """
 
     name: str
@@ -462,6 +469,7 @@ class HotPath:
     call: Callable[[], object]
     prepare: Callable[[], None] | None = None
     detail: str = ""
+    cleanup: Callable[[], None] | None = None
 
 
 def checked_get(client: Any, url: str, **headers: Any) -> Any:
@@ -562,6 +570,7 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
     from django.test import Client
     from django.utils import timezone
 
+    from symfonic_django import events as ev
     from symfonic_django import pauses as pause_machine
     from symfonic_django import runs
     from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
@@ -594,14 +603,22 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
         Run.objects.filter(pk__in=ids).update(resend_after=timezone.now() - timedelta(seconds=1))
 
     queued: list[Any] = []
+    claimed: list[Run] = []
 
     def next_queued() -> None:
         queued[:] = [Run.objects.filter(status=RunStatus.QUEUED, epoch=0)
                      .values_list("pk", flat=True).first()]
 
     def claim() -> None:
-        if runs.claim(queued[0], "bench") is None:
+        run = runs.claim(queued[0], "bench")
+        if run is None:
             raise RuntimeError(f"run {queued[0]} was not claimed")
+        claimed[:] = [run]
+
+    def end_claimed() -> None:
+        # Its lease would lapse a minute later, and the reaper would find more to do.
+        run = claimed[0]
+        runs.end(run, run.epoch, 2, ev.TurnCompleted(output={"refunded": False}))
 
     long_run = long_run_id(pauses)
     last_seq = TurnEvent.objects.filter(run_id=long_run).count()
@@ -620,7 +637,7 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
         HotPath("reaper, none lapsed", FAST, runs.reap_stale_runs),
         HotPath(f"requeue, {lapsed} overdue", FAST, runs.resend_overdue_runs, make_overdue),
         HotPath("requeue, none overdue", FAST, runs.resend_overdue_runs),
-        HotPath("claim a queued run", FAST, claim, next_queued),
+        HotPath("claim a queued run", FAST, claim, next_queued, cleanup=end_claimed),
         HotPath("replay API, long run, after=0", FAST,
                 getter(reviewer_api, events.format(long_run, 0), **auth), detail=long),
         HotPath("replay API, long run, after=middle", FAST,
