@@ -35,7 +35,9 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from . import pauses, pg, runs
+from . import hitl, pauses, pg, runs
+from .conf import settings
+from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
 from .forms import DECISION_LABELS, answer_form_for, pretty_json
 from .hitl import review_config
@@ -84,15 +86,7 @@ def _scalar(value: Any) -> str:
 
 
 def question_text(pause: Pause) -> str:
-    prompt = pause.prompt
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, dict):
-        for key in ("question", "text", "message", "description"):
-            value = prompt.get(key)
-            if isinstance(value, str):
-                return value
-    return json.dumps(prompt, ensure_ascii=False, default=str)
+    return hitl.question_text(pause.prompt)
 
 
 def summarize(pause: Pause) -> str:
@@ -203,6 +197,54 @@ class ScopeFilter(admin.SimpleListFilter):
         return queryset
 
 
+class FixedChoicesFilter(admin.SimpleListFilter):
+    """A filter by one of a fixed list of values.
+
+    The admin's default filter for a plain column lists its values with a
+    ``SELECT DISTINCT`` over the whole table, which reads every row of a large
+    one (every event, every run); the app knows the values instead. A value
+    not in the list matches nothing, as with Django's own filters, and is never
+    handed to the database. The query parameter is Django's (``type__exact``).
+    """
+
+    #: The column filtered on.
+    field = ""
+
+    def values(self) -> list[str]:
+        raise NotImplementedError
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(value, value) for value in self.values()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value not in self.values():
+            return queryset.none()
+        return queryset.filter(**{self.field: value})
+
+
+class EventTypeFilter(FixedChoicesFilter):
+    title = "type"
+    field = "type"
+    parameter_name = "type__exact"
+
+    def values(self) -> list[str]:
+        return list(EVENT_TYPES)
+
+
+class AgentFilter(FixedChoicesFilter):
+    """The agents registered in ``SYMFONIC["AGENTS"]``."""
+
+    title = "agent"
+    field = "agent"
+    parameter_name = "agent__exact"
+
+    def values(self) -> list[str]:
+        return sorted(settings.AGENTS)
+
+
 class EstimatingPaginator(PaginatorBase):
     """A paginator that never reads more than ``EXACT_COUNT_UP_TO + 1`` rows to count them.
 
@@ -213,6 +255,16 @@ class EstimatingPaginator(PaginatorBase):
     """
 
     count_is_estimate = False
+
+    @cached_property
+    def num_pages(self) -> int:
+        """The pages that reach no further than ``EXACT_COUNT_UP_TO`` rows into the list.
+
+        A page's offset is read row by row, so a deep page of a large table costs
+        as much as every row before it; past this, a reviewer filters or searches.
+        A deeper ``?p=`` is out of range, as any page past the end is.
+        """
+        return min(super().num_pages, max(1, EXACT_COUNT_UP_TO // self.per_page))
 
     @cached_property
     def count(self) -> int:
@@ -285,6 +337,11 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
         # PostgreSQL refused it: a 500.
         if "\x00" in search_term:
             raise BadRequest("A search term cannot contain a NUL character.")
+        return self.search(request, queryset, search_term)
+
+    def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+               ) -> tuple[QuerySet[Any], bool]:
+        """The search itself: Django's, over ``search_fields``, unless a list has its own."""
         return super().get_search_results(request, queryset, search_term)
 
     def changelist_view(self, request: HttpRequest,
@@ -342,7 +399,7 @@ class RunAdmin(ScopedReadOnlyAdmin):
     list_display = ("short_id", "agent", "status_badge", "scope_key", "pending_pauses",
                     "attempts", "created_at")
     list_display_links = ("short_id",)
-    list_filter = ("status", "agent", ScopeFilter)
+    list_filter = ("status", AgentFilter, ScopeFilter)
     search_fields = ("agent", "scope_key", "session_id", "thread_id")
     fieldsets = (
         (None, {"fields": ("id", "agent", "status_badge", "scope_key", "session_id",
@@ -458,8 +515,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                     "answered")
     list_display_links = ("summary",)
     list_filter = ("status", "kind", ScopeFilter)
-    search_fields = ("scope_key", "run__agent", "prompt", "answered_by__username",
-                     "session_id", "thread_id")
+    search_fields = ("search_text",)  # searched by search() below
     ordering = ("-created_at",)
     actions = ["approve_selected", "reject_selected"]
 
@@ -503,10 +559,19 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             return f"{obj.answered_by.get_username()} ({via})"
         return via or "—"
 
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
-                           ) -> tuple[QuerySet[Any], bool]:
-        return _with_uuid_search(super().get_search_results(request, queryset, search_term),
-                                 queryset, search_term,
+    def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+               ) -> tuple[QuerySet[Any], bool]:
+        """The words of the pause (``Pause.search_text``: the actions' names, descriptions
+        and arguments, or the question; the session and thread ids), or a pasted id.
+
+        The column is stored case-folded and the term is case-folded the same way,
+        so a case-sensitive ``LIKE '%term%'`` is a case-insensitive search that
+        PostgreSQL's trigram index on the column answers (Django's ``icontains``
+        would compare ``UPPER(...)``, which that index cannot serve).
+        """
+        term = search_term.strip()
+        found = queryset.filter(search_text__contains=term.casefold()) if term else queryset
+        return _with_uuid_search((found, False), queryset, term,
                                  ("pk", "run_id", "root_run_id", "continuation_id"))
 
     # --- answering ------------------------------------------------------------------
@@ -679,7 +744,10 @@ def _answered_message(resolution: pauses.Resolution) -> str:
 class TurnEventAdmin(ScopedReadOnlyAdmin):
     scope_field = "run__scope_key"
     list_display = ("run_short", "seq", "type", "summary", "created_at")
-    list_filter = ("type", ScopeFilter)
+    list_filter = (EventTypeFilter, ScopeFilter)
+    # Newest first by the primary key's index (the model's own order, by run, sorts
+    # every event by its run's date).
+    ordering = ("-pk",)
     list_select_related = ("run",)
     fields = ("run_link", "seq", "type", "data_json", "created_at")
     readonly_fields = ("run_link", "data_json")
@@ -705,6 +773,7 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
 class DecisionAdmin(ScopedReadOnlyAdmin):
     scope_field = "pause__scope_key"
     list_display = ("created_at", "action", "who", "via", "pause_summary")
+    ordering = ("-pk",)  # newest first, by the primary key's index
     list_filter = ("action", "via", ScopeFilter)
     list_select_related = ("pause", "actor")
     fields = ("pause_link", "action", "who", "via", "comment", "answer_json", "created_at")

@@ -97,6 +97,36 @@ def review_config(prompt: dict[str, Any], action_name: str) -> dict[str, Any]:
 
 # --- JSON Schema, with multipleOf on the decimals numbers are written as ------------------
 
+def question_text(prompt: Any) -> str:
+    """The words of a question pause's prompt (its JSON when it has none)."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, dict):
+        for key in ("question", "text", "message", "description"):
+            value = prompt.get(key)
+            if isinstance(value, str):
+                return value
+    return json.dumps(prompt, ensure_ascii=False, default=str)
+
+
+#: How much of a pause's words its search text keeps.
+SEARCH_TEXT_CHARS = 2000
+
+
+def search_text(kind: str, prompt: Any, *ids: str) -> str:
+    """What a reviewer searches a pause by, as one case-folded text: each proposed
+    action's name, description and arguments (an approval), or the question; then
+    ``ids`` (the session and thread). At most ``SEARCH_TEXT_CHARS``."""
+    if kind == "approval" and isinstance(prompt, dict):
+        words = [text for request in prompt.get("action_requests") or []
+                 for text in (request.get("name"), request.get("description"),
+                              json.dumps(request.get("args"), ensure_ascii=False, default=str))
+                 if isinstance(text, str) and text]
+    else:
+        words = [question_text(prompt)]
+    return "\n".join([*words, *(i for i in ids if i)]).casefold()[:SEARCH_TEXT_CHARS]
+
+
 def _as_written(number: Any) -> Fraction | None:
     """The exact value of a JSON number as its text spells it; ``None`` if not finite.
 

@@ -104,6 +104,7 @@ class Run(models.Model):
                 condition=Q(status="running"),
             ),
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
+            models.Index(fields=["-created_at"], name="symfonic_run_recent_idx"),
             models.Index(fields=["resend_after"], name="symfonic_run_resend_idx",
                          condition=Q(status="queued")),
             # symfonic_prune: finished runs by age.
@@ -167,6 +168,11 @@ class Pause(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    #: What the admin's search reads (``hitl.search_text``): the proposed actions' names,
+    #: descriptions and arguments, or the question; the session and thread ids. On
+    #: PostgreSQL a trigram index serves it (migration 0008; not in ``Meta.indexes``, as
+    #: only PostgreSQL has it).
+    search_text = models.TextField(blank=True, default="", editable=False)
 
     objects = PauseQuerySet.as_manager()
 

@@ -131,6 +131,7 @@ def create_pause(
         idempotency_key=idempotency_key or "", bound_run_id=binding.run_id,
         bound_root_run_id=binding.root_run_id, created_at=now,
         expires_at=now + timedelta(seconds=seconds),
+        search_text=hitl.search_text(kind, prompt, binding.session_id, binding.thread_id),
     )
     try:
         with transaction.atomic():

@@ -58,5 +58,7 @@ def planner_rows(queryset: QuerySet[Any]) -> int:
     scaled to the table's current size), not a count: close on a large
     table, exact on a small one just analyzed.
     """
-    plan = json.loads(queryset.values("pk").explain(format="json"))
-    return int(plan[0]["Plan"]["Plan Rows"])
+    plan = queryset.values("pk").explain(format="json")
+    if not plan:  # a queryset known to be empty (``.none()``) is never sent to be planned
+        return 0
+    return int(json.loads(plan)[0]["Plan"]["Plan Rows"])

@@ -171,6 +171,41 @@ def test_scope_filter_offers_only_granted_scopes_and_search_finds_an_order(users
     assert [p.pk for p in by_id] == [found[0].pk]
 
 
+def test_search_reads_the_actions_words_and_the_ids_in_any_case_and_nothing_else(users):
+    described = bare_pause(prompt={"action_requests": [{
+        "name": "refund", "args": {"order_id": "Zq-4417", "amount": 5},
+        "description": "Refund the customer's DAMAGED parcel"}]})
+    question = bare_pause(kind=PauseKind.QUESTION, prompt={"question": "Ship to Île-de-France?"})
+    other = bare_pause()
+    Pause.objects.filter(pk=other.pk).update(search_text="session s-19\nthread t-77")
+    alice = login("alice")
+
+    def found(term: str) -> list[Any]:
+        cl = alice.get(reverse(CHANGELIST), {"q": term}).context["cl"]
+        return sorted(p.pk for p in cl.result_list)
+
+    assert found("zQ-44") == [described.pk]  # an order id, whatever its case
+    assert found("damaged PARCEL") == [described.pk]  # the description, as a phrase
+    assert found("île-DE") == [question.pk]
+    assert found("T-77") == [other.pk]
+    assert found("refund") == [described.pk]  # the action's name (other's text was replaced)
+    assert found("args_schema") == found("acme") == []  # not the schema, not the scope
+    assert found("z_-4417") == found("zq%17") == []  # LIKE's wildcards are plain characters
+
+
+def test_a_pause_made_before_its_search_text_existed_gets_it_from_the_migration(users):
+    from django.apps import apps
+    from importlib import import_module
+
+    pause = bare_pause(prompt={"action_requests": [{"name": "refund",
+                                                    "args": {"order_id": "OLD-1", "amount": 5}}]})
+    Pause.objects.filter(pk=pause.pk).update(search_text="")
+    migration = import_module("symfonic_django.migrations.0008_search_and_list_indexes")
+    migration.fill_search_text(apps, None)
+    pause.refresh_from_db()
+    assert "old-1" in pause.search_text and pause.search_text.startswith("refund\n")
+
+
 def test_run_changelist_is_scoped_and_finds_a_pasted_run_id(users):
     mine = refund_pause("acme")
     theirs = refund_pause("globex")
