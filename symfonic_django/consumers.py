@@ -357,5 +357,11 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         finally:
             self.stop_polling()
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        """Clients only listen; anything they send is ignored."""
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None,
+                      **kwargs: Any) -> None:
+        """Clients only listen; anything they send is ignored, unread.
+
+        Not decoded either: the JSON consumer's own ``receive`` decodes every
+        frame first, and a binary frame, text that is not JSON or JSON nested
+        past Python's recursion limit ended the stream with 1011 and a traceback.
+        """

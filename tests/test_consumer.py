@@ -225,3 +225,39 @@ def test_revoking_a_reviewer_closes_their_open_socket_at_the_next_event(
     assert closed["type"] == "websocket.close" and closed["code"] == code
     assert closed.get("reason") == "access to this run was revoked"
     assert TurnEvent.objects.filter(run=cont).count() == 2  # revocation changes no row
+
+
+@pytest.mark.parametrize("frame", [
+    {"bytes_data": b"\x00\xff binary"},
+    {"text_data": "not json"},
+    {"text_data": "[" * 100_000 + "]" * 100_000},  # past Python's recursion limit
+    {"text_data": '{"type": "subscribe", "after": 0}'},
+])
+def test_what_a_client_sends_is_ignored_and_the_stream_goes_on(tenants, frame):
+    """Clients only listen. Before, a binary frame, non-JSON text or JSON nested past the
+    recursion limit was decoded and ended the stream with 1011 and a traceback."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django.runs import start_run
+
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(
+            app, f"/ws/symfonic/runs/{run.pk}/?ticket={mint_watch_ticket(str(run.pk))}")
+        assert (await comm.connect())[0]
+        await comm.send_to(**frame)
+        assert await comm.receive_nothing(timeout=0.3)  # still open, nothing sent back
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        types, code = [], None
+        while code is None:
+            out = await comm.receive_output(timeout=5)
+            if out["type"] == "websocket.close":
+                code = out.get("code")
+            else:
+                types.append(json.loads(out["text"])["type"])
+        await comm.disconnect()
+        return types, code
+
+    types, code = async_to_sync(go)()
+    assert code == 1000 and types[0] == "turn.started" and types[-1] == "turn.paused"
