@@ -9,6 +9,13 @@ parser and the admin's answer forms.
   within the limit.
 - It accepts ``NaN`` and ``Infinity`` by default, and reads ``1e400`` as
   Infinity; no JSON column stores them. ``loads`` refuses all three.
+- It reads ``10000.0000000000001`` as ``10000.0``: a number with more digits
+  than a float holds was silently changed, and a refund checked against
+  "at most 10000" passed. ``loads`` refuses a number the float it becomes
+  does not spell (``0.1`` is fine: the float prints back as ``0.1``).
+- It keeps the last of two equal keys in one object (``{"amount": 50000,
+  "amount": 1}``), where another reader may keep the first. ``loads``
+  refuses a key given twice.
 - PostgreSQL's ``jsonb`` and ``text`` refuse the NUL character and lone UTF-16
   surrogates (``\\u0000``, ``\\ud800``): ``unstorable`` says which, so a
   surface refuses with a 400 or a form error instead of a database error.
@@ -19,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 # A JSON string (to its closing quote, or to the end if it has none) or a bracket: what
@@ -54,23 +62,38 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite(text: str) -> float:
+def _float(text: str) -> float:
+    """The float ``text`` spells, if it is finite and spells exactly that float."""
     number = float(text)
     if not math.isfinite(number):
         raise ValueError(f"the number {text[:40]} is too large to store")
+    if Decimal(text) != Decimal(repr(number)):
+        raise ValueError(f"the number {text[:40]} has more digits than can be stored "
+                         f"(it would be stored as {number!r})")
     return number
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise ValueError(f"the key {key[:40]!r} is given twice in one object")
+        value[key] = item
+    return value
 
 
 def loads(text: str, *, max_depth: int) -> Any:
     """The JSON value ``text`` spells.
 
     Raises ``TooDeep`` past ``max_depth`` levels (before parsing), and
-    ``ValueError`` for text that is not JSON, ``NaN``, ``Infinity`` or a number
-    too large for a float.
+    ``ValueError`` for text that is not JSON, ``NaN``, ``Infinity``, a number
+    too large for a float or with more digits than it holds, or a key given
+    twice in one object.
     """
     if nests_deeper_than(text, max_depth):
         raise TooDeep(f"nested deeper than {max_depth} levels")
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_float,
+                      object_pairs_hook=_object)
 
 
 def unstorable(value: Any) -> str | None:

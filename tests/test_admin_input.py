@@ -126,6 +126,9 @@ def test_brackets_inside_strings_do_not_count_as_nesting(users):
     ("Infinity", "Infinity is not a JSON number"),
     ("-Infinity", "-Infinity is not a JSON number"),
     ("1e400", "the number 1e400 is too large to store"),
+    ("10000.0000000000001", "the number 10000.0000000000001 has more digits than can be "
+                            "stored (it would be stored as 10000.0)"),
+    ('1, "amount": 2', "the key &#x27;amount&#x27; is given twice in one object"),
 ])
 def test_nan_and_infinity_in_the_edit_field_are_not_json(users, number, words):
     pause = refund_pause("acme", amount=40, order="ACME-2")

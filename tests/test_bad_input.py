@@ -342,6 +342,10 @@ UNSTORABLE = {
     "huge-float": "1e400",
     "nan": "NaN",
     "infinity": "-Infinity",
+    # Found in the second outside attack: read as 10000.0 and 0.01, silently.
+    "more-digits-than-a-float": "10000.0000000000001",
+    "rounds-up-to-a-cent": "0.009999999999999999999",
+    "a-key-twice": '{"amount": 50000, "amount": 1}',
 }
 
 
