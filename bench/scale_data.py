@@ -545,7 +545,8 @@ def api_paths(client: Any, who: str, token: str) -> list[HotPath]:
 
 
 def reconnect(run_id: Any, after: int, user: Any) -> None:
-    """Open the run's websocket at ``?after=`` with ``user``'s session; it must end at once."""
+    """Open the run's websocket at ``?after=`` as ``user`` (the scope's user, as Channels'
+    session middleware sets it); the consumer must close it at once, the turn having ended."""
     from asgiref.sync import async_to_sync
     from channels.routing import URLRouter
     from channels.testing import WebsocketCommunicator
