@@ -105,6 +105,10 @@ class Run(models.Model):
             ),
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
             models.Index(fields=["-created_at"], name="symfonic_run_recent_idx"),
+            models.Index(fields=["status", "-created_at"], name="symfonic_run_status_idx"),
+            # The run list's search: a pasted session or thread id.
+            models.Index(fields=["session_id"], name="symfonic_run_session_idx"),
+            models.Index(fields=["thread_id"], name="symfonic_run_thread_idx"),
             models.Index(fields=["resend_after"], name="symfonic_run_resend_idx",
                          condition=Q(status="queued")),
             # symfonic_prune: finished runs by age.
@@ -196,6 +200,8 @@ class Pause(models.Model):
             models.Index(fields=["-created_at"], name="symfonic_pause_recent_idx"),
             models.Index(fields=["scope_key", "-created_at"],
                          name="symfonic_pause_scoperec_idx"),
+            models.Index(fields=["scope_key", "kind", "-created_at"],
+                         name="symfonic_pause_scopekind_idx"),
         ]
 
     def __str__(self) -> str:

@@ -67,6 +67,17 @@ def _leave(pause_ids: list[Any], edge: str, **changes: Any) -> int:
     return Pause.objects.filter(pk__in=pause_ids, status=source).update(status=target, **changes)
 
 
+def _leave_all(pauses: list[Pause], edge: str, **changes: Any) -> None:
+    """Take ``edge`` for every one of ``pauses``, which the caller locked while pending.
+
+    Row locks make the guarded UPDATE move them all (SQLite serializes writers
+    itself); a shortfall would mean neither held, and raises before anything
+    commits.
+    """
+    if _leave([pause.pk for pause in pauses], edge, **changes) != len(pauses):
+        raise AlreadyAnswered()
+
+
 @dataclass(frozen=True)
 class Resolution:
     """The outcome of a transition: the pause as it now is, and the turn it started."""
@@ -348,11 +359,8 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
                if pause.pk in pause_ids and pause.status == PENDING and pause.expires_at <= now]
         if not due:
             return []
-        # Row locks make every locked pending pause this transaction's; SQLite
-        # serializes writers itself. A shortfall would mean neither held.
-        if _leave([pause.pk for pause in due], "expire", answer=answer,
-                  answered_via=AnsweredVia.SYSTEM, answered_at=now, updated_at=now) != len(due):
-            raise AlreadyAnswered()
+        _leave_all(due, "expire", answer=answer, answered_via=AnsweredVia.SYSTEM,
+                   answered_at=now, updated_at=now)
         Decision.objects.bulk_create(
             Decision(pause=pause, via=AnsweredVia.SYSTEM, action=Decision.Action.EXPIRE,
                      actor_label="system", answer=answer, created_at=now)
@@ -360,8 +368,9 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
         for pause in due:  # the rows as this transaction leaves them, without reading them back
             pause.status, pause.answer = PauseStatus.EXPIRED, answer
             pause.answered_via, pause.answered_at, pause.updated_at = AnsweredVia.SYSTEM, now, now
-        continuations = {run_id: settle(locked[run_id], pauses=by_run[run_id], now=now)
-                         for run_id in dict.fromkeys(pause.run_id for pause in due)}
+        continuations = _settle([(locked[run_id], by_run[run_id])
+                                 for run_id in dict.fromkeys(pause.run_id for pause in due)],
+                                dispatch=True, now=now)
         resolutions = [Resolution(pause=pause, continuation=continuations[pause.run_id])
                        for pause in due]
         for resolution in resolutions:
@@ -379,47 +388,64 @@ def _is_dead(pause: Pause) -> bool:
     )
 
 
-def settle(run: Run, *, pauses: list[Pause] | None = None, dispatch: bool = True,
-           now: datetime | None = None) -> Run | None:
+def settle(run: Run, *, dispatch: bool = True, now: datetime | None = None) -> Run | None:
     """Decide what a paused run does now; the caller holds ``run``'s row lock.
-
-    ``pauses`` are the run's pauses, oldest first, when the caller has already
-    locked and read them (the expiry sweep does, for a whole batch).
 
     A cancelled pause (or one expired with ``ON_EXPIRE="fail"``) fails the run
     and cancels its still-pending siblings. Once no pause is pending, the
     continuation run is queued (once) and, if ``dispatch``, sent to a worker
     when the transaction commits. Returns the continuation, if there is one.
     """
-    if run.status != RunStatus.PAUSED:
-        return None  # still running: the turn settles itself when it ends
-    now = now or timezone.now()
-    if pauses is None:
-        pauses = list(Pause.objects.select_for_update().filter(run=run).order_by("created_at"))
-    dead = next((p for p in pauses if _is_dead(p)), None)
-    if dead is not None:
-        for sibling in pauses:
-            if sibling.status == PENDING and _leave(
-                    [sibling.pk], "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
-                    updated_at=now):
-                sibling.status = PauseStatus.CANCELLED
-                decision = Decision.objects.create(
-                    pause=sibling, via=AnsweredVia.SYSTEM, action=Decision.Action.CANCEL,
-                    actor_label="system", comment="a sibling pause was cancelled or expired",
-                    created_at=now)
-                signals.send_on_commit(signals.pause_cancelled, Pause, pause=sibling,
-                                       decision=decision)
+    pauses = list(Pause.objects.select_for_update().filter(run=run).order_by("created_at"))
+    return _settle([(run, pauses)], dispatch=dispatch, now=now or timezone.now())[run.pk]
+
+
+def _settle(paused: list[tuple[Run, list[Pause]]], *, dispatch: bool, now: datetime,
+            ) -> dict[Any, Run | None]:
+    """``settle`` for runs whose rows and pauses (oldest first) the caller has locked.
+
+    The siblings that die with their runs are cancelled together, in one
+    guarded UPDATE with one ``bulk_create`` of their decisions, however many
+    runs there are (the expiry sweep settles a whole batch).
+    """
+    outcome: dict[Any, Run | None] = {}
+    dying: list[tuple[Run, Pause]] = []
+    orphans: list[Pause] = []
+    for run, pauses in paused:
+        outcome[run.pk] = None
+        if run.status != RunStatus.PAUSED:
+            continue  # still running: the turn settles itself when it ends
+        dead = next((p for p in pauses if _is_dead(p)), None)
+        if dead is not None:
+            dying.append((run, dead))
+            orphans += [p for p in pauses if p.status == PENDING]
+            continue
+        if any(p.status == PENDING for p in pauses):
+            continue
+        existing = next((p.continuation for p in pauses if p.continuation_id), None)
+        if existing is not None:
+            outcome[run.pk] = existing
+            continue
+        last = max(pauses, key=lambda p: p.answered_at or now)
+        continuation = runs.queue_continuation(
+            run, resumed_from=last, answers={str(p.pk): p.answer for p in pauses},
+            dispatch=dispatch, now=now)
+        Pause.objects.filter(run=run).update(continuation=continuation)
+        outcome[run.pk] = continuation
+    if orphans:
+        _leave_all(orphans, "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
+                   updated_at=now)
+        decisions = Decision.objects.bulk_create(
+            Decision(pause=sibling, via=AnsweredVia.SYSTEM, action=Decision.Action.CANCEL,
+                     actor_label="system", comment="a sibling pause was cancelled or expired",
+                     created_at=now)
+            for sibling in orphans)
+        for sibling, decision in zip(orphans, decisions, strict=True):
+            sibling.status, sibling.answered_via = PauseStatus.CANCELLED, AnsweredVia.SYSTEM
+            sibling.answered_at = sibling.updated_at = now
+            signals.send_on_commit(signals.pause_cancelled, Pause, pause=sibling,
+                                   decision=decision)
+    for run, dead in dying:
         code = "pause_cancelled" if dead.status == PauseStatus.CANCELLED else "pause_expired"
         runs.abandon(run, code=code, message=f"pause {dead.pk} was {dead.status}", now=now)
-        return None
-    if any(p.status == PENDING for p in pauses):
-        return None
-    existing = next((p.continuation for p in pauses if p.continuation_id), None)
-    if existing is not None:
-        return existing
-    last = max(pauses, key=lambda p: p.answered_at or now)
-    continuation = runs.queue_continuation(
-        run, resumed_from=last, answers={str(p.pk): p.answer for p in pauses},
-        dispatch=dispatch, now=now)
-    Pause.objects.filter(run=run).update(continuation=continuation)
-    return continuation
+    return outcome

@@ -264,7 +264,8 @@ def test_changelist_makes_the_same_queries_for_5_rows_as_for_50(users, model, wh
 
 @pytest.mark.parametrize(("model", "query"), [
     (model, query) for model in (Pause, Run, TurnEvent, Decision)
-    for query in ("", "?o=-2", "?q=a", "?scope=acme")
+    # Runs are searched by an exact id or scope key, pauses by words.
+    for query in ("", "?o=-2", "?q=acme" if model is Run else "?q=a", "?scope=acme")
 ] + [(Pause, "?status__exact=pending&o=2"), (Pause, "?q=acme"), (Run, "?status__exact=paused")])
 def test_every_changelist_renders_its_rows_through_the_admins_own_templates(users, model, query):
     answered = refund_pause("acme", order="ACME-<1>", amount=12.5)
@@ -722,3 +723,18 @@ def test_an_operator_retries_failed_runs_and_other_states_are_refused_in_words(u
     # Another tenant's run is not even in alice's queryset.
     assert Run.objects.get(pk=other_scope.pk).status == RunStatus.FAILED
     assert Run.objects.get(pk=completed.pk).status == RunStatus.COMPLETED
+
+
+def test_runs_are_searched_by_an_exact_session_thread_or_scope_not_by_substrings(users):
+    mine = start_run("echo", {}, scope="acme", session_id="sess-42", thread_id="th-7",
+                     dispatch=False)
+    start_run("echo", {}, scope="acme", session_id="sess-420", dispatch=False)
+    admin = login("admin")
+
+    def found(term: str) -> list[Any]:
+        url = reverse("admin:symfonic_django_run_changelist")
+        return sorted(r.pk for r in admin.get(url, {"q": term}).context["cl"].result_list)
+
+    assert found("sess-42") == found("th-7") == found(str(mine.pk)) == [mine.pk]
+    assert found("sess-4") == found("echo") == []  # no substrings, no agent (it has a filter)
+    assert len(found("acme")) == 2

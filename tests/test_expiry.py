@@ -187,19 +187,21 @@ def test_symfonic_reap_command_reaps_lapsed_runs(tenants):
     assert run.status == RunStatus.FAILED and run.error["code"] == "lease_expired"
 
 
+@pytest.mark.parametrize("siblings", [0, 2])
 @pytest.mark.parametrize("policy", ["fail", "resume"])
 def test_a_sweep_expires_in_bulk_with_at_most_3_queries_per_pause(
-        tenants, on_expire, policy, django_capture_on_commit_callbacks):
-    """The sweep locks, expires and audits the whole batch in a few queries; only settling
-    each run costs queries of its own (fail: one UPDATE; resume: the continuation's INSERT
-    and the pauses' link to it)."""
+        tenants, on_expire, policy, siblings, django_capture_on_commit_callbacks):
+    """The sweep locks, expires and audits the whole batch in a few queries, and cancels the
+    pending siblings of every run it fails together; only settling each run costs queries of
+    its own (fail: one UPDATE; resume: the continuation's INSERT and the pauses' link)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from symfonic_django import signals
 
     on_expire(policy)
-    due = [paused_run()[1] for _ in range(30)]
+    due = [paused_run("siblings", {"n": siblings + 1})[1] if siblings else paused_run()[1]
+           for _ in range(30)]
     _, not_due = paused_run()
     make_due(*due)
     sent: list[Any] = []
@@ -212,15 +214,22 @@ def test_a_sweep_expires_in_bulk_with_at_most_3_queries_per_pause(
     finally:
         signals.pause_expired.disconnect(dispatch_uid="sweep-test")
 
-    print(f"\n{policy}: {len(queries)} queries for {len(due)} pauses")
+    print(f"\n{policy}, {siblings} siblings: {len(queries)} queries for {len(due)} pauses")
     assert len(queries) <= 3 * len(due), len(queries)
     rows = Pause.objects.filter(pk__in=[p.pk for p in due])
     assert set(rows.values_list("status", flat=True)) == {PauseStatus.EXPIRED}
     assert Decision.objects.filter(pause__in=due, action="expire").count() == len(due)
     assert sorted(sent) == sorted(p.pk for p in due)  # each sent once, on commit
     runs = Run.objects.filter(pk__in=[p.run_id for p in due])
+    others = Pause.objects.filter(run__in=runs).exclude(pk__in=[p.pk for p in due])
+    assert others.count() == siblings * len(due)
     if policy == "fail":
         assert set(runs.values_list("status", flat=True)) == {RunStatus.FAILED}
+        assert not Run.objects.filter(parent__in=runs).exists()
+        assert set(others.values_list("status", flat=True)) <= {PauseStatus.CANCELLED}
+        assert Decision.objects.filter(pause__in=others, action="cancel").count() == len(others)
+    elif siblings:  # the siblings still wait for their answers
+        assert set(others.values_list("status", flat=True)) == {PauseStatus.PENDING}
         assert not Run.objects.filter(parent__in=runs).exists()
     else:
         assert Run.objects.filter(parent__in=runs, status=RunStatus.QUEUED).count() == len(due)
