@@ -445,7 +445,7 @@ def _settle(paused: list[tuple[Run, list[Pause]]], *, dispatch: bool, now: datet
             sibling.answered_at = sibling.updated_at = now
             signals.send_on_commit(signals.pause_cancelled, Pause, pause=sibling,
                                    decision=decision)
-    for run, dead in dying:
-        code = "pause_cancelled" if dead.status == PauseStatus.CANCELLED else "pause_expired"
-        runs.abandon(run, code=code, message=f"pause {dead.pk} was {dead.status}", now=now)
+    for code, status in (("pause_expired", PauseStatus.EXPIRED),
+                         ("pause_cancelled", PauseStatus.CANCELLED)):
+        runs.abandon([run for run, dead in dying if dead.status == status], code=code, now=now)
     return outcome

@@ -85,17 +85,18 @@ class LeaseLost(Exception):
     """This worker no longer owns the run: the reaper failed it, or it already ended."""
 
 
-def _move(run_id: Any, edge: str, *, now: datetime, guard: Q | None = None,
-          **changes: Any) -> bool:
-    """Take ``edge`` if the run is at its source (and matches ``guard``); True if it moved.
+def _move(run_ids: list[Any], edge: str, *, now: datetime, guard: Q | None = None,
+          **changes: Any) -> int:
+    """Take ``edge`` for those of the runs at its source (and matching ``guard``); returns
+    how many moved.
 
     The one place a run's status is written.
     """
     step = EDGES[edge]
-    matching = Run.objects.filter(pk=run_id, status=step.source)
+    matching = Run.objects.filter(pk__in=run_ids, status=step.source)
     if guard is not None:
         matching = matching.filter(guard)
-    return bool(matching.update(status=step.target, updated_at=now, **changes))
+    return matching.update(status=step.target, updated_at=now, **changes)
 
 
 def _send(run_id: Any, *, continuation: bool) -> bool:
@@ -167,15 +168,30 @@ def queue_continuation(paused: Run, *, resumed_from: Pause, answers: dict[str, A
     return run
 
 
-def abandon(paused: Run, *, code: str, message: str, now: datetime | None = None) -> bool:
-    """Fail a paused run whose pause died (cancelled, or expired with ``ON_EXPIRE="fail"``)."""
+#: Why ``abandon`` failed a run, by the code it gives: the pause that died is on the run's
+#: pause list (``expired`` or ``cancelled``).
+ABANDON_MESSAGES = {"pause_expired": "one of its pauses expired",
+                    "pause_cancelled": "one of its pauses was cancelled"}
+
+
+def abandon(dead: list[Run], *, code: str, now: datetime | None = None) -> None:
+    """Fail paused runs whose pauses died (cancelled, or expired with ``ON_EXPIRE="fail"``).
+
+    ``code`` is ``pause_expired`` or ``pause_cancelled``; the caller holds the
+    runs' row locks and saw them paused. One guarded UPDATE however many (an
+    expiry sweep fails a batch): the error is the same for all of them.
+    """
+    if not dead:
+        return
     now = now or timezone.now()
-    error = {"code": code, "message": message}
-    if not _move(paused.pk, "abandon", now=now, finished_at=now, error=error):
-        return False
-    paused.status, paused.error, paused.finished_at, paused.updated_at = FAILED, error, now, now
-    signals.send_on_commit(signals.run_failed, Run, run=paused, code=code, message=message)
-    return True
+    error = {"code": code, "message": ABANDON_MESSAGES[code]}
+    if _move([run.pk for run in dead], "abandon", now=now, finished_at=now,
+             error=error) != len(dead):
+        raise RuntimeError("a run left 'paused' while its row was locked")
+    for run in dead:
+        run.status, run.error, run.finished_at, run.updated_at = FAILED, error, now, now
+        signals.send_on_commit(signals.run_failed, Run, run=run, code=code,
+                               message=error["message"])
 
 
 # --- claiming and the lease ------------------------------------------------------------
@@ -198,7 +214,7 @@ def claim(run_id: Any, worker: str) -> Run | None:
             return None
         lease_until = now + timedelta(seconds=settings.LEASE_SECONDS)
         # The epoch in the guard makes the claim exact where there are no row locks.
-        if not _move(run.pk, "claim", now=now, guard=Q(epoch=run.epoch), epoch=run.epoch + 1,
+        if not _move([run.pk], "claim", now=now, guard=Q(epoch=run.epoch), epoch=run.epoch + 1,
                      worker=worker, started_at=now, lease_until=lease_until, resend_after=None):
             return None
         run.status, run.epoch, run.worker = RUNNING, run.epoch + 1, worker
@@ -285,7 +301,7 @@ def end(run: Run, epoch: int, seq: int, event: ev.Event, *, now: datetime | None
     # Inside the caller's transaction when there is one (a paused turn settles in it),
     # without a savepoint; the refusal is raised after the block, which wrote nothing.
     with transaction.atomic(savepoint=False):
-        moved = _move(run.pk, edge, now=now, guard=Q(epoch=epoch), **changes)
+        moved = _move([run.pk], edge, now=now, guard=Q(epoch=epoch), **changes)
         if moved:
             ev.append(run.pk, seq, event)
     if not moved:
@@ -336,7 +352,7 @@ def _reap(run_id: Any, now: datetime) -> bool:
             return False  # renewed, ended, or held by a fenced write right now
         message = f"worker {run.worker or '?'} stopped renewing its lease"
         error = {"code": "lease_expired", "message": message}
-        if not _move(run.pk, "reap", now=now, finished_at=now, lease_until=None, error=error):
+        if not _move([run.pk], "reap", now=now, finished_at=now, lease_until=None, error=error):
             return False
         seq = ev.next_seq(run.pk)
         ev.append(run.pk, seq, ev.TurnFailed(code="lease_expired", message=message))
@@ -388,7 +404,7 @@ def retry(run_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
             state = "unknown" if run is None else run.status
             raise RunNotRetryable(f"Only a failed run can be retried; this one is {state}.")
         previous = run.error
-        if not _move(run.pk, "retry", now=now, attempts=F("attempts") + 1, error=None,
+        if not _move([run.pk], "retry", now=now, attempts=F("attempts") + 1, error=None,
                      finished_at=None, lease_until=None, worker="", sent_at=now,
                      sends=F("sends") + 1, resend_after=now + RESEND_AFTER):
             raise RunNotRetryable("The run changed while it was being retried.")

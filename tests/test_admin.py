@@ -194,8 +194,9 @@ def test_search_reads_the_actions_words_and_the_ids_in_any_case_and_nothing_else
 
 
 def test_a_pause_made_before_its_search_text_existed_gets_it_from_the_migration(users):
-    from django.apps import apps
     from importlib import import_module
+
+    from django.apps import apps
 
     pause = bare_pause(prompt={"action_requests": [{"name": "refund",
                                                     "args": {"order_id": "OLD-1", "amount": 5}}]})

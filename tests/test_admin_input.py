@@ -354,7 +354,7 @@ def test_pages_reach_no_deeper_than_the_exact_count_limit(users, monkeypatch):
     or searches, and a deeper ?p= is out of range like any page past the end."""
     from symfonic_django import admin as symfonic_admin
 
-    for i in range(7):
+    for _ in range(7):
         bare_pause("acme")
     monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 4)
     monkeypatch.setattr(symfonic_admin.PauseAdmin, "list_per_page", 2)

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from symfonic_django import pauses, signals
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
-from symfonic_django.runs import claim, reap_stale_runs, retry, start_run
+from symfonic_django.runs import ABANDON_MESSAGES, claim, reap_stale_runs, retry, start_run
 from symfonic_django.turns import execute_run
 
 from .conftest import paused_run
@@ -235,8 +235,7 @@ def test_run_failed_is_sent_once_when_a_pause_dies(
             assert pauses.expire(pause.pk) is not None
     arguments = only(received, Run, {"run", "code", "message"})
     assert arguments["run"].pk == run.pk and arguments["run"].status == RunStatus.FAILED
-    status = "cancelled" if code == "pause_cancelled" else "expired"
-    assert (arguments["code"], arguments["message"]) == (code, f"pause {pause.pk} was {status}")
+    assert (arguments["code"], arguments["message"]) == (code, ABANDON_MESSAGES[code])
 
 
 def test_run_retried_is_sent_once_with_the_actor_and_the_new_attempt(
