@@ -44,7 +44,6 @@ not run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -53,7 +52,6 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = "symfonic_bench_scale"
@@ -74,6 +72,7 @@ os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(ROOT))
 
 from bench import scale_data  # noqa: E402
+from bench.scale_data import QueryLog, explain, explainable, plan_shape  # noqa: E402
 
 
 def pg(command: str, *args: str) -> str:
@@ -96,55 +95,13 @@ def size_label(size: int) -> str:
 
 # --- measuring ---------------------------------------------------------------------------
 
-class QueryLog:
-    """Every query a connection runs inside ``connection.execute_wrapper(log)``, timed."""
-
-    def __init__(self) -> None:
-        self.queries: list[tuple[str, Any, bool, float]] = []
-
-    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            self.queries.append((sql, params, many, time.perf_counter() - started))
-
-    @property
-    def seconds(self) -> float:
-        return sum(q[3] for q in self.queries)
-
-
-EXPLAINABLE = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
-
-
-def plan_shape(node: dict[str, Any]) -> str:
-    """A plan as a line, innermost nodes first: ``Index Scan some_idx → Limit``."""
-    label = node["Node Type"]
-    name = node.get("Index Name") or node.get("Relation Name")
-    if name:
-        label += f" {name}"
-    children = [plan_shape(child) for child in node.get("Plans", [])]
-    if not children:
-        return label
-    inner = children[0] if len(children) == 1 else f"({' + '.join(children)})"
-    return f"{inner} → {label}"
-
-
 def slowest_plan(log: QueryLog) -> str:
     """The plan of the slowest query ``log`` holds that EXPLAIN can plan, with its time."""
-    from django.db import connection
-
-    candidates = [q for q in log.queries
-                  if not q[2] and q[0].lstrip().upper().startswith(EXPLAINABLE)]
+    candidates = [q for q in log.queries if explainable(q)]
     if not candidates:
         return "—"
     sql, params, _, seconds = max(candidates, key=lambda q: q[3])
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return f"{plan_shape(plan[0]['Plan'])} [{seconds * 1000:.1f} ms]"
+    return f"{plan_shape(explain(sql, params))} [{seconds * 1000:.1f} ms]"
 
 
 @dataclass

@@ -50,8 +50,9 @@ reviewer of ``BIG_SCOPE`` alone.
 from __future__ import annotations
 
 import json
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -191,6 +192,13 @@ PAUSE_COLUMNS = {
     "answered_via": "CASE WHEN pause_status = 'pending' THEN '' ELSE " + VIA_SQL + " END",
     "answered_at": f"CASE WHEN pause_status <> 'pending' THEN {ANSWERED_AT_SQL} END",
     "created_at": "asked", "updated_at": "asked",
+    # What hitl.search_text makes of the same prompt, ids and all, case-folded.
+    "search_text": """lower(CASE WHEN question
+                       THEN 'Which carrier should ship the replacement for ' || order_id || '?'
+                       ELSE 'refund' || E'\\n' || 'Refund ' || amount || ' on order ' || order_id
+                            || E'\\n' || jsonb_build_object('order_id', order_id,
+                                                              'amount', amount)::text END
+                  || E'\\n' || 'session-' || r || E'\\n' || 'order-' || order_id)""",
 }
 
 DECISION_COLUMNS = {
@@ -444,6 +452,67 @@ def load(connection: Any, pauses: int, *, people: People, loaded: int = 0,
                            for m in (Run, Pause, Decision, TurnEvent))
         cursor.execute(f"VACUUM (ANALYZE) {tables}")
     return Loaded(runs + 1, pause_rows, decisions, events, long_id, long_events)
+
+
+# --- queries and their plans ------------------------------------------------------------
+
+class QueryLog:
+    """Every query a connection runs inside ``connection.execute_wrapper(log)``, timed:
+    ``(sql, params, many, seconds)``."""
+
+    def __init__(self) -> None:
+        self.queries: list[tuple[str, Any, bool, float]] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.queries.append((sql, params, many, time.perf_counter() - started))
+
+    @property
+    def seconds(self) -> float:
+        return sum(q[3] for q in self.queries)
+
+
+EXPLAINABLE = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
+
+
+def explainable(query: tuple[str, Any, bool, float]) -> bool:
+    sql, _, many, _ = query
+    return not many and sql.lstrip().upper().startswith(EXPLAINABLE)
+
+
+def explain(sql: str, params: Any) -> dict[str, Any]:
+    """The plan PostgreSQL would choose for a captured query (its top node)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return dict(plan[0]["Plan"])
+
+
+def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of a plan, the top one first."""
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def plan_shape(node: dict[str, Any]) -> str:
+    """A plan as a line, innermost nodes first: ``Index Scan some_idx → Limit``."""
+    label = node["Node Type"]
+    name = node.get("Index Name") or node.get("Relation Name")
+    if name:
+        label += f" {name}"
+    children = [plan_shape(child) for child in node.get("Plans", [])]
+    if not children:
+        return label
+    inner = children[0] if len(children) == 1 else f"({' + '.join(children)})"
+    return f"{inner} → {label}"
 
 
 # --- the hot paths ---------------------------------------------------------------------

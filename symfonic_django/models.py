@@ -106,6 +106,7 @@ class Run(models.Model):
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
             models.Index(fields=["-created_at"], name="symfonic_run_recent_idx"),
             models.Index(fields=["status", "-created_at"], name="symfonic_run_status_idx"),
+            models.Index(fields=["agent", "-created_at"], name="symfonic_run_agent_idx"),
             # The run list's search: a pasted session or thread id.
             models.Index(fields=["session_id"], name="symfonic_run_session_idx"),
             models.Index(fields=["thread_id"], name="symfonic_run_thread_idx"),
@@ -215,7 +216,10 @@ class Pause(models.Model):
 class TurnEvent(models.Model):
     """One event of a turn, persisted before it is announced (the stream)."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (run, seq) index starts with it and serves every
+    # lookup by run; one index fewer to write for every event.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events",
+                            db_index=False)
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     data = models.JSONField(default=dict)
@@ -225,6 +229,10 @@ class TurnEvent(models.Model):
         ordering = ["run", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["run", "seq"], name="symfonic_event_run_seq"),
+        ]
+        indexes = [
+            # The event list filtered by type, newest first, and its count.
+            models.Index(fields=["type", "-id"], name="symfonic_event_type_idx"),
         ]
 
     def __str__(self) -> str:
@@ -263,6 +271,13 @@ class Decision(AuditRecord):
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
     action = models.CharField(max_length=16, choices=Action.choices)
     answer = models.JSONField(null=True, blank=True)
+
+    class Meta(AuditRecord.Meta):
+        indexes = [
+            # The decision list filtered by action or by surface, newest first, and counts.
+            models.Index(fields=["action", "-id"], name="symfonic_decision_action_idx"),
+            models.Index(fields=["via", "-id"], name="symfonic_decision_via_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.actor_label or 'system'} {self.action} {self.pause_id}"
