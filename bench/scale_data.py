@@ -202,7 +202,7 @@ PAUSE_COLUMNS = {
 }
 
 DECISION_COLUMNS = {
-    "pause_id": "pause_id",
+    "pause_id": "pause_id", "scope_key": "scope",
     "actor_id": ANSWERER_SQL,
     "actor_label": f"""CASE WHEN pause_status <> 'answered' THEN 'system'
                             WHEN scope = %(big_scope)s THEN '{REVIEWER}'

@@ -781,7 +781,7 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
 
 @admin.register(Decision)
 class DecisionAdmin(ScopedReadOnlyAdmin):
-    scope_field = "pause__scope_key"
+    scope_field = "scope_key"  # the pause's, copied onto the decision
     list_display = ("created_at", "action", "who", "via", "pause_summary")
     ordering = ("-pk",)  # newest first, by the primary key's index
     list_filter = ("action", "via", ScopeFilter)

@@ -271,12 +271,18 @@ class Decision(AuditRecord):
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
     action = models.CharField(max_length=16, choices=Action.choices)
     answer = models.JSONField(null=True, blank=True)
+    #: The pause's scope, copied when the decision is written (a pause never changes
+    #: scope): a reviewer's list of decisions is then read from one index, not joined
+    #: to every pause.
+    scope_key = models.CharField(max_length=200, default="", editable=False)
 
     class Meta(AuditRecord.Meta):
         indexes = [
             # The decision list filtered by action or by surface, newest first, and counts.
             models.Index(fields=["action", "-id"], name="symfonic_decision_action_idx"),
             models.Index(fields=["via", "-id"], name="symfonic_decision_via_idx"),
+            # A reviewer's decisions, newest first; the scope filter's choices.
+            models.Index(fields=["scope_key", "-id"], name="symfonic_decision_scope_idx"),
         ]
 
     def __str__(self) -> str:

@@ -238,8 +238,9 @@ def _leave_pending(
         if not won:  # SQLite has no row locks: the conditional UPDATE is the claim
             raise AlreadyAnswered()
         decision = Decision.objects.create(
-            pause=pause, actor=user, actor_label=_label(actor) or via, via=via, action=action,
-            answer=answer, comment=comment, created_at=now)
+            pause=pause, scope_key=pause.scope_key, actor=user,
+            actor_label=_label(actor) or via, via=via, action=action, answer=answer,
+            comment=comment, created_at=now)
         # The row as this transaction leaves it, without reading it back.
         pause.status, pause.answer, pause.answered_via = status, answer, via
         pause.answered_by, pause.answered_at, pause.updated_at = user, now, now
@@ -362,7 +363,8 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
         _leave_all(due, "expire", answer=answer, answered_via=AnsweredVia.SYSTEM,
                    answered_at=now, updated_at=now)
         Decision.objects.bulk_create(
-            Decision(pause=pause, via=AnsweredVia.SYSTEM, action=Decision.Action.EXPIRE,
+            Decision(pause=pause, scope_key=pause.scope_key, via=AnsweredVia.SYSTEM,
+                     action=Decision.Action.EXPIRE,
                      actor_label="system", answer=answer, created_at=now)
             for pause in due)
         for pause in due:  # the rows as this transaction leaves them, without reading them back
@@ -436,7 +438,8 @@ def _settle(paused: list[tuple[Run, list[Pause]]], *, dispatch: bool, now: datet
         _leave_all(orphans, "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
                    updated_at=now)
         decisions = Decision.objects.bulk_create(
-            Decision(pause=sibling, via=AnsweredVia.SYSTEM, action=Decision.Action.CANCEL,
+            Decision(pause=sibling, scope_key=sibling.scope_key, via=AnsweredVia.SYSTEM,
+                     action=Decision.Action.CANCEL,
                      actor_label="system", comment="a sibling pause was cancelled or expired",
                      created_at=now)
             for sibling in orphans)
