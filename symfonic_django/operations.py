@@ -24,28 +24,31 @@ def _on_postgresql(schema_editor: Any) -> bool:
     return bool(schema_editor.connection.vendor == "postgresql")
 
 
+def _built_concurrently(model_name: str, index: Index) -> AddIndex:
+    """Django's own ``AddIndexConcurrently`` (imported here: its module needs psycopg)."""
+    from django.contrib.postgres.operations import AddIndexConcurrently as Concurrently
+
+    return Concurrently(model_name, index)
+
+
 class AddIndexConcurrently(AddIndex):
     """``AddIndex``, built ``CONCURRENTLY`` on PostgreSQL (the migration is non-atomic)."""
 
+    def _for(self, schema_editor: Any) -> AddIndex:
+        """The operation that does the work on this database."""
+        if _on_postgresql(schema_editor):
+            return _built_concurrently(self.model_name, self.index)
+        return AddIndex(self.model_name, self.index)
+
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any,
                           to_state: Any) -> None:
-        if not _on_postgresql(schema_editor):
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-            return
-        from django.contrib.postgres.operations import AddIndexConcurrently as Concurrently
-
-        Concurrently(self.model_name, self.index).database_forwards(
-            app_label, schema_editor, from_state, to_state)
+        self._for(schema_editor).database_forwards(app_label, schema_editor, from_state,
+                                                   to_state)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any,
                            to_state: Any) -> None:
-        if not _on_postgresql(schema_editor):
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
-            return
-        from django.contrib.postgres.operations import AddIndexConcurrently as Concurrently
-
-        Concurrently(self.model_name, self.index).database_backwards(
-            app_label, schema_editor, from_state, to_state)
+        self._for(schema_editor).database_backwards(app_label, schema_editor, from_state,
+                                                    to_state)
 
 
 class AddPostgresIndexConcurrently(Operation):
@@ -73,17 +76,13 @@ class AddPostgresIndexConcurrently(Operation):
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any,
                           to_state: Any) -> None:
         if _on_postgresql(schema_editor):
-            from django.contrib.postgres.operations import AddIndexConcurrently as Concurrently
-
-            Concurrently(self.model_name, self.index).database_forwards(
+            _built_concurrently(self.model_name, self.index).database_forwards(
                 app_label, schema_editor, from_state, to_state)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any,
                            to_state: Any) -> None:
         if _on_postgresql(schema_editor):
-            from django.contrib.postgres.operations import AddIndexConcurrently as Concurrently
-
-            Concurrently(self.model_name, self.index).database_backwards(
+            _built_concurrently(self.model_name, self.index).database_backwards(
                 app_label, schema_editor, from_state, to_state)
 
     def describe(self) -> str:
