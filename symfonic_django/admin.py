@@ -758,9 +758,13 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
     # Newest first by the primary key's index (the model's own order, by run, sorts
     # every event by its run's date).
     ordering = ("-pk",)
-    list_select_related = ("run",)
     fields = ("run_link", "seq", "type", "data_json", "created_at")
     readonly_fields = ("run_link", "data_json")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # The listed rows' runs in one query: joined, a deep page read every skipped
+        # event's run.
+        return super().get_queryset(request).prefetch_related("run")
 
     @admin.display(description="run", ordering="run")
     def run_short(self, obj: TurnEvent) -> str:
@@ -785,9 +789,13 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
     list_display = ("created_at", "action", "who", "via", "pause_summary")
     ordering = ("-pk",)  # newest first, by the primary key's index
     list_filter = ("action", "via", ScopeFilter)
-    list_select_related = ("pause", "actor")
     fields = ("pause_link", "action", "who", "via", "comment", "answer_json", "created_at")
     readonly_fields = ("pause_link", "who", "answer_json")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # Fetched for the listed rows only, in one query each: joined, a deep page read
+        # every skipped decision's pause, prompt and all.
+        return super().get_queryset(request).prefetch_related("pause", "actor")
 
     @admin.display(description="who", ordering="actor_label")
     def who(self, obj: Decision) -> str:
