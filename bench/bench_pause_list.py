@@ -76,6 +76,8 @@ os.environ.update(ENV)
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(ROOT))
 
+from bench import scale_data  # noqa: E402
+
 
 def pg(command: str, *args: str) -> None:
     subprocess.run([command, *PG, *args], check=True, env=ENV, stdout=subprocess.DEVNULL)
@@ -113,17 +115,7 @@ RUN_COLUMNS = {
 PAUSE_COLUMNS = {
     "id": "pause_id", "run_id": "run_id", "root_run_id": "run_id", "scope_key": "scope",
     "kind": "CASE WHEN question THEN 'question' ELSE 'approval' END",
-    "prompt": """CASE WHEN question THEN jsonb_build_object('question',
-                     'Which carrier for ' || order_id || '?')
-                 ELSE jsonb_build_object(
-                     'action_requests', jsonb_build_array(jsonb_build_object(
-                         'name', 'refund',
-                         'args', jsonb_build_object('order_id', order_id, 'amount', amount),
-                         'description', 'Refund ' || amount || ' on order ' || order_id)),
-                     'review_configs', jsonb_build_array(jsonb_build_object(
-                         'action_name', 'refund',
-                         'allowed_decisions', jsonb_build_array('approve', 'edit', 'reject'))))
-                 END""",
+    "prompt": scale_data.prompt_sql("question"),  # the scale benchmark's prompts
     "answer_schema": """CASE WHEN question THEN '{"type": "string"}'::jsonb END""",
     "idempotency_key": "'refund'", "bound_run_id": "run_id::text",
     "bound_root_run_id": "run_id::text", "status": "status",
@@ -138,47 +130,23 @@ PAUSE_COLUMNS = {
 }
 
 
-def insert_series(model: Any, columns: dict[str, str], params: dict[str, Any]) -> None:
-    """One ``INSERT ... SELECT`` of ``model`` rows over ``SERIES``.
-
-    ``columns`` maps attnames to SQL over the series' columns; every other
-    column gets its field's default, so a field added to the model later
-    needs nothing here unless it has none.
-    """
-    from django.db import connection
-
-    quote = connection.ops.quote_name
-    names, values, defaults = [], [], {}
-    for field in model._meta.concrete_fields:
-        names.append(quote(field.column))
-        if field.attname in columns:
-            values.append(columns[field.attname])
-        else:
-            defaults[f"default_{field.attname}"] = field.get_db_prep_save(
-                field.get_default(), connection)
-            values.append(f"%(default_{field.attname})s")
-    sql = (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(names)}) "
-           f"SELECT {', '.join(values)} FROM ({SERIES}) AS series")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {**params, **defaults})
-
-
 def load_pauses(first: int, last: int, scopes: list[str], answerers: list[int]) -> None:
     """Pauses ``first``..``last`` of the series (and their runs), then VACUUM ANALYZE."""
     from django.db import connection, transaction
 
+    from example_project.agents import REFUND_ARGS_SCHEMA
     from symfonic_django.models import Pause, Run
 
     params = {"first": first, "last": last, "scopes": scopes, "scope_count": len(scopes),
-              "answerers": answerers}
+              "answerers": answerers, "args_schema": json.dumps(REFUND_ARGS_SCHEMA)}
     with transaction.atomic():
         with connection.cursor() as cursor:
             # No foreign-key triggers for this load (its rows refer only to rows it
             # writes, or to existing users): checking 3,000,000 references at commit
             # would be a third of the load.
             cursor.execute("SET LOCAL session_replication_role = replica")
-        insert_series(Run, RUN_COLUMNS, params)
-        insert_series(Pause, PAUSE_COLUMNS, params)
+        for model, columns in ((Run, RUN_COLUMNS), (Pause, PAUSE_COLUMNS)):
+            scale_data.insert_select(connection, model, columns, f"({SERIES}) AS series", params)
     # The tables as autovacuum leaves them after a bulk load (since PostgreSQL 13 it
     # vacuums insert-only tables too): statistics, and the visibility map an index-only
     # scan needs. Right after the INSERT there is neither.
