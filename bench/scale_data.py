@@ -192,13 +192,15 @@ PAUSE_COLUMNS = {
     "answered_via": "CASE WHEN pause_status = 'pending' THEN '' ELSE " + VIA_SQL + " END",
     "answered_at": f"CASE WHEN pause_status <> 'pending' THEN {ANSWERED_AT_SQL} END",
     "created_at": "asked", "updated_at": "asked",
-    # What hitl.search_text makes of the same prompt, ids and all, case-folded.
-    "search_text": """lower(CASE WHEN question
+    # What hitl.search_text makes of the same prompt, ids and all: case-folded, with
+    # its punctuation dropped (hitl.searchable).
+    "search_text": """regexp_replace(lower(CASE WHEN question
                        THEN 'Which carrier should ship the replacement for ' || order_id || '?'
                        ELSE 'refund' || E'\\n' || 'Refund ' || amount || ' on order ' || order_id
                             || E'\\n' || jsonb_build_object('order_id', order_id,
                                                               'amount', amount)::text END
-                  || E'\\n' || 'session-' || r || E'\\n' || 'order-' || order_id)""",
+                  || E'\\n' || 'session-' || r || E'\\n' || 'order-' || order_id),
+                                  '[^[:alnum:][:space:]]', '', 'g')""",
 }
 
 DECISION_COLUMNS = {

@@ -574,13 +574,15 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         """The words of the pause (``Pause.search_text``: the actions' names, descriptions
         and arguments, or the question; the session and thread ids), or a pasted id.
 
-        The column is stored case-folded and the term is case-folded the same way,
-        so a case-sensitive ``LIKE '%term%'`` is a case-insensitive search that
+        The column is stored ``hitl.searchable`` (case-folded, punctuation dropped)
+        and the term is made searchable the same way, so a case-sensitive
+        ``LIKE '%term%'`` is a case- and punctuation-insensitive search that
         PostgreSQL's trigram index on the column answers (Django's ``icontains``
         would compare ``UPPER(...)``, which that index cannot serve).
         """
         term = search_term.strip()
-        found = queryset.filter(search_text__contains=term.casefold()) if term else queryset
+        words = hitl.searchable(term)
+        found = queryset.filter(search_text__contains=words) if words else queryset
         return _with_uuid_search((found, False), queryset, term,
                                  ("pk", "run_id", "root_run_id", "continuation_id"))
 
