@@ -4,7 +4,10 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from example_project.secret import require_secret_key  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
+require_secret_key()
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -20,13 +19,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DEMO = os.environ.get("SYMFONIC_DEMO", "") == "1"
 #: Public, so never a deployment's: Django's own prefix makes `check --deploy` flag it too.
 DEMO_SECRET_KEY = "django-insecure-symfonic-demo-only-" + "x" * 32
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEMO:
-        raise ImproperlyConfigured(
-            "Set SECRET_KEY in the environment: the example project refuses to start with its "
-            "built-in key outside the demo (`make demo` sets SYMFONIC_DEMO=1 for you).")
-    SECRET_KEY = DEMO_SECRET_KEY
+# Outside the demo with no SECRET_KEY there is no key at all. Commands that sign nothing
+# still run (migrate, makemigrations, check); the server and the workers refuse to start
+# (asgi.py and celery.py call secret.require_secret_key); anything else that would sign
+# stops at Django's own "The SECRET_KEY setting must not be empty".
+SECRET_KEY = os.environ.get("SECRET_KEY", "") or (DEMO_SECRET_KEY if DEMO else "")
 SECRET_KEY_FALLBACKS = [k for k in os.environ.get("SECRET_KEY_FALLBACKS", "").split(",") if k]
 DEBUG = os.environ.get("DEBUG", "1" if DEMO else "0") == "1"
 ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")

@@ -13,17 +13,29 @@ READ = ("import json, example_project.settings as s; "
         "print(json.dumps({'debug': s.DEBUG, 'key': s.SECRET_KEY}))")
 
 
-def settings_with(**env: str) -> subprocess.CompletedProcess[str]:
+def run_with(argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    """``python <argv>`` in the project with ``env`` and none of the demo's own variables."""
     clean = {k: v for k, v in os.environ.items()
-             if k not in ("SYMFONIC_DEMO", "SECRET_KEY", "DEBUG")}
-    return subprocess.run([sys.executable, "-c", READ], cwd=ROOT, env={**clean, **env},
+             if k not in ("SYMFONIC_DEMO", "SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE")}
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, env={**clean, **env},
                           capture_output=True, text=True, timeout=60)
 
 
+def settings_with(**env: str) -> subprocess.CompletedProcess[str]:
+    return run_with(["-c", READ], **env)
+
+
 def test_outside_the_demo_it_refuses_to_start_with_its_built_in_key():
-    refused = settings_with()
-    assert refused.returncode != 0
-    assert "ImproperlyConfigured: Set SECRET_KEY in the environment" in refused.stderr
+    """Outside the demo there is no key at all: the server and the workers refuse to start,
+    and commands that sign nothing (``makemigrations``, ``migrate``, ``check``) still run."""
+    assert json.loads(settings_with().stdout)["key"] == ""
+    server = run_with(["-c", "import example_project.asgi"])
+    worker = run_with(["-m", "celery", "-A", "example_project", "worker", "--pool", "solo"])
+    for refused in (server, worker):
+        assert refused.returncode != 0
+        assert "ImproperlyConfigured: Set SECRET_KEY in the environment" in refused.stderr
+    checked = run_with(["manage.py", "makemigrations", "--check", "--dry-run"])
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_a_deployment_with_its_own_key_runs_with_debug_off():
