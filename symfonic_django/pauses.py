@@ -67,15 +67,26 @@ def _leave(pause_ids: list[Any], edge: str, **changes: Any) -> int:
     return Pause.objects.filter(pk__in=pause_ids, status=source).update(status=target, **changes)
 
 
-def _leave_all(pauses: list[Pause], edge: str, **changes: Any) -> None:
-    """Take ``edge`` for every one of ``pauses``, which the caller locked while pending.
+def _leave_all(pauses: list[Pause], edge: str, *, action: str, now: datetime,
+               answer: Any = None, comment: str = "") -> list[Decision]:
+    """Take ``edge`` for every one of ``pauses``, which the caller locked while pending,
+    as the system: one guarded UPDATE and one ``bulk_create`` of their decisions.
 
-    Row locks make the guarded UPDATE move them all (SQLite serializes writers
-    itself); a shortfall would mean neither held, and raises before anything
-    commits.
+    Row locks make the UPDATE move them all (SQLite serializes writers itself);
+    a shortfall would mean neither held, and raises before anything commits.
+    ``pauses`` are left as this transaction leaves their rows.
     """
-    if _leave([pause.pk for pause in pauses], edge, **changes) != len(pauses):
+    if _leave([pause.pk for pause in pauses], edge, answer=answer,
+              answered_via=AnsweredVia.SYSTEM, answered_at=now, updated_at=now) != len(pauses):
         raise AlreadyAnswered()
+    decisions = Decision.objects.bulk_create(
+        Decision(pause=pause, scope_key=pause.scope_key, via=AnsweredVia.SYSTEM, action=action,
+                 actor_label="system", answer=answer, comment=comment, created_at=now)
+        for pause in pauses)
+    for pause in pauses:
+        pause.status, pause.answer = EDGES[edge][1], answer
+        pause.answered_via, pause.answered_at, pause.updated_at = AnsweredVia.SYSTEM, now, now
+    return decisions
 
 
 @dataclass(frozen=True)
@@ -360,16 +371,7 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
                if pause.pk in pause_ids and pause.status == PENDING and pause.expires_at <= now]
         if not due:
             return []
-        _leave_all(due, "expire", answer=answer, answered_via=AnsweredVia.SYSTEM,
-                   answered_at=now, updated_at=now)
-        Decision.objects.bulk_create(
-            Decision(pause=pause, scope_key=pause.scope_key, via=AnsweredVia.SYSTEM,
-                     action=Decision.Action.EXPIRE,
-                     actor_label="system", answer=answer, created_at=now)
-            for pause in due)
-        for pause in due:  # the rows as this transaction leaves them, without reading them back
-            pause.status, pause.answer = PauseStatus.EXPIRED, answer
-            pause.answered_via, pause.answered_at, pause.updated_at = AnsweredVia.SYSTEM, now, now
+        _leave_all(due, "expire", action=Decision.Action.EXPIRE, answer=answer, now=now)
         continuations = _settle([(locked[run_id], by_run[run_id])
                                  for run_id in dict.fromkeys(pause.run_id for pause in due)],
                                 dispatch=True, now=now)
@@ -435,17 +437,9 @@ def _settle(paused: list[tuple[Run, list[Pause]]], *, dispatch: bool, now: datet
         Pause.objects.filter(run=run).update(continuation=continuation)
         outcome[run.pk] = continuation
     if orphans:
-        _leave_all(orphans, "cancel", answered_via=AnsweredVia.SYSTEM, answered_at=now,
-                   updated_at=now)
-        decisions = Decision.objects.bulk_create(
-            Decision(pause=sibling, scope_key=sibling.scope_key, via=AnsweredVia.SYSTEM,
-                     action=Decision.Action.CANCEL,
-                     actor_label="system", comment="a sibling pause was cancelled or expired",
-                     created_at=now)
-            for sibling in orphans)
+        decisions = _leave_all(orphans, "cancel", action=Decision.Action.CANCEL, now=now,
+                               comment="a sibling pause was cancelled or expired")
         for sibling, decision in zip(orphans, decisions, strict=True):
-            sibling.status, sibling.answered_via = PauseStatus.CANCELLED, AnsweredVia.SYSTEM
-            sibling.answered_at = sibling.updated_at = now
             signals.send_on_commit(signals.pause_cancelled, Pause, pause=sibling,
                                    decision=decision)
     for code, status in (("pause_expired", PauseStatus.EXPIRED),
