@@ -29,6 +29,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from .exceptions import SymfonicError
+
 # A JSON string (to its closing quote, or to the end if it has none) or a bracket: what
 # lies inside a string never opens or closes a level.
 _STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
@@ -117,3 +119,11 @@ def unstorable(value: Any) -> str | None:
                 return ("a NUL character" if char == "\x00"
                         else f"a lone surrogate (U+{ord(char):04X})")
     return None
+
+
+def refuse_unstorable(value: Any, what: str, refusal: type[SymfonicError]) -> None:
+    """Raise ``refusal`` when ``value`` holds text no database column stores (a NUL, a lone
+    surrogate): PostgreSQL refuses it with a database error, after the checks passed."""
+    problem = unstorable(value)
+    if problem:
+        raise refusal(f"{what} contains {problem}, which cannot be stored.")

@@ -40,7 +40,6 @@ from .exceptions import (
     PauseCancelled,
     PauseExpired,
     PayloadTooLarge,
-    SymfonicError,
 )
 from .models import AnsweredVia, Decision, Pause, PauseKind, PauseStatus, Run, RunStatus
 from .scopes import scope_key
@@ -126,8 +125,9 @@ def create_pause(
     """
     if kind not in PauseKind.values:
         raise InvalidRequest(f"kind must be one of {PauseKind.values}, not {kind!r}.")
-    refuse_unstorable([prompt, answer_schema, idempotency_key or ""], "The pause's prompt",
-                      InvalidProposal if kind == PauseKind.APPROVAL else InvalidRequest)
+    jsontext.refuse_unstorable([prompt, answer_schema, idempotency_key or ""],
+                               "The pause's prompt",
+                               InvalidProposal if kind == PauseKind.APPROVAL else InvalidRequest)
     if kind == PauseKind.APPROVAL:
         prompt = hitl.validate_proposal(prompt)
         digest = hitl.action_digest(prompt)
@@ -180,17 +180,9 @@ def _check_size(answer: Any) -> None:
         )
 
 
-def refuse_unstorable(value: Any, what: str, refusal: type[SymfonicError]) -> None:
-    """Raise ``refusal`` when ``value`` holds text no database column stores (a NUL, a lone
-    surrogate): PostgreSQL refuses it with a database error, after the checks passed."""
-    problem = jsontext.unstorable(value)
-    if problem:
-        raise refusal(f"{what} contains {problem}, which cannot be stored.")
-
-
 def validate_answer(pause: Pause, answer: Any) -> Any:
     _check_size(answer)
-    refuse_unstorable(answer, "The answer", InvalidAnswer)
+    jsontext.refuse_unstorable(answer, "The answer", InvalidAnswer)
     if pause.kind == PauseKind.APPROVAL:
         return hitl.validate_response(pause.prompt, answer)
     return hitl.validate_question_answer(pause.answer_schema, answer)
@@ -232,7 +224,7 @@ def _leave_pending(
 ) -> Resolution:
     """The one guarded transition out of ``pending``."""
     pause = _lookup(pause_id, visible)
-    refuse_unstorable(comment, "The comment", InvalidAnswer)
+    jsontext.refuse_unstorable(comment, "The comment", InvalidAnswer)
     if validate:
         answer = validate_answer(pause, answer)
     now = now or timezone.now()

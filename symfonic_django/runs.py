@@ -129,9 +129,8 @@ def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", threa
     input that does not fit the ``input_schema`` the agent's registered factory
     declares, if it declares one (``InvalidRunInput``).
     """
-    problem = jsontext.unstorable([input, session_id, thread_id])
-    if problem:
-        raise InvalidRunInput(f"The run's input contains {problem}, which cannot be stored.")
+    jsontext.refuse_unstorable([input, session_id, thread_id], "The run's input",
+                               InvalidRunInput)
     schema = getattr(settings.agent_factory(agent), "input_schema", None)
     if schema is not None:
         violation = hitl.schema_violation(schema, input,

@@ -50,7 +50,5 @@ class BoundedJSONParser(JSONParser):
                 "(SYMFONIC['MAX_JSON_DEPTH']).") from None
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an oversized integer
             raise InvalidRequest(f"The request body is not valid JSON: {exc}") from None
-        problem = jsontext.unstorable(data)
-        if problem is not None:
-            raise InvalidRequest(f"The request body contains {problem}, which no text can hold.")
+        jsontext.refuse_unstorable(data, "The request body", InvalidRequest)
         return data
