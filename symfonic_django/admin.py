@@ -87,10 +87,6 @@ def _scalar(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def question_text(pause: Pause) -> str:
-    return hitl.question_text(pause.prompt)
-
-
 def summarize(pause: Pause) -> str:
     """One line: the proposed action(s) with their arguments, or the question."""
     if pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict):
@@ -100,7 +96,7 @@ def summarize(pause: Pause) -> str:
             calls.append(f"{request.get('name')}({args})")
         text = "; ".join(calls)
     else:
-        text = question_text(pause)
+        text = hitl.question_text(pause.prompt)
     # Truncator normalizes and walks the text; most summaries are short enough as they are.
     return text if len(text) <= SUMMARY_CHARS else Truncator(text).chars(SUMMARY_CHARS)
 
@@ -451,7 +447,8 @@ class RunAdmin(ScopedReadOnlyAdmin):
         term = search_term.strip()
         found = (queryset.filter(Q(session_id=term) | Q(thread_id=term) | Q(scope_key=term))
                  if term else queryset)
-        return _with_uuid_search((found, False), queryset, term, ("pk", "root_id", "parent_id"))
+        # No joins, so no duplicate rows.
+        return _with_uuid_search(found, queryset, term, ("pk", "root_id", "parent_id")), False
 
     @admin.display(description="run", ordering="created_at")
     def short_id(self, obj: Run) -> str:
@@ -502,18 +499,18 @@ class RunAdmin(ScopedReadOnlyAdmin):
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
-def _with_uuid_search(result: tuple[QuerySet[Any], bool], queryset: QuerySet[Any], term: str,
-                      fields: tuple[str, ...]) -> tuple[QuerySet[Any], bool]:
-    """Also match a pasted id exactly (text search on UUID columns differs per backend)."""
-    found, may_have_duplicates = result
+def _with_uuid_search(found: QuerySet[Any], queryset: QuerySet[Any], term: str,
+                      fields: tuple[str, ...]) -> QuerySet[Any]:
+    """``found``, and the rows of ``queryset`` whose ``fields`` hold ``term`` as an id
+    (a pasted id matches exactly; text search on UUID columns differs per backend)."""
     try:
-        value = uuid.UUID(term.strip())
+        value = uuid.UUID(term)
     except ValueError:
-        return found, may_have_duplicates
+        return found
     match = Q()
     for field in fields:
         match |= Q(**{field: value})
-    return found | queryset.filter(match), may_have_duplicates
+    return found | queryset.filter(match)
 
 
 # --- pauses ------------------------------------------------------------------------
@@ -583,8 +580,8 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         term = search_term.strip()
         words = hitl.searchable(term)
         found = queryset.filter(search_text__contains=words) if words else queryset
-        return _with_uuid_search((found, False), queryset, term,
-                                 ("pk", "run_id", "root_run_id", "continuation_id"))
+        return _with_uuid_search(found, queryset, term,
+                                 ("pk", "run_id", "root_run_id", "continuation_id")), False
 
     # --- answering ------------------------------------------------------------------
 
@@ -663,7 +660,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "subtitle": f"{pause.get_kind_display()} pause {pause.pk}",
             "is_approval": is_approval,
             "actions": actions,
-            "question": None if is_approval else question_text(pause),
+            "question": None if is_approval else hitl.question_text(pause.prompt),
             "question_description": (pause.prompt.get("description", "")
                                      if not is_approval and isinstance(pause.prompt, dict)
                                      else ""),
