@@ -328,3 +328,69 @@ class IdempotentResponse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.caller} {self.key}"
+
+
+class GraphCheckpoint(models.Model):
+    """One LangGraph checkpoint of one thread and namespace (``checkpoint.DjangoSaver``).
+
+    Each key part is its own column, unique together; the checkpoint itself is
+    what the saver's serializer made of it (a type name and bytes), so these
+    tables never need LangGraph to migrate. ``metadata`` is JSON because
+    ``list(filter=...)`` searches it; ``run_id`` is copied out of it because
+    ``delete_for_runs`` looks rows up by run across every thread.
+    """
+
+    thread_id = models.TextField()
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.TextField()
+    #: Empty for the first checkpoint of a namespace.
+    parent_checkpoint_id = models.TextField(blank=True, default="")
+    run_id = models.TextField(blank=True, default="")
+    checkpoint_type = models.TextField()
+    checkpoint = models.BinaryField()
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
+                name="symfonic_graph_checkpoint_key",
+            ),
+        ]
+        indexes = [models.Index(fields=["run_id"], name="symfonic_graph_ckpt_run_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id} {self.checkpoint_ns!r} {self.checkpoint_id}"
+
+
+class GraphCheckpointWrite(models.Model):
+    """One pending write a LangGraph task made after a checkpoint (``checkpoint.DjangoSaver``).
+
+    Unique per checkpoint, task and index, as LangGraph's own savers key it; a
+    special write (error, interrupt, resume, scheduled) has a negative index
+    and is overwritten, a normal one is written once. There is no foreign key
+    to the checkpoint: a run saves a step's writes in the background, and they
+    may commit before their checkpoint does.
+    """
+
+    thread_id = models.TextField()
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.TextField()
+    task_id = models.TextField()
+    #: The task's path in the graph; pending writes are read in (task_path, task_id, idx) order.
+    task_path = models.TextField(blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.TextField()
+    value_type = models.TextField()
+    value = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+                name="symfonic_graph_write_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint_id} {self.task_id}[{self.idx}] -> {self.channel}"
