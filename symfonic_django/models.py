@@ -394,3 +394,40 @@ class GraphCheckpointWrite(models.Model):
 
     def __str__(self) -> str:
         return f"{self.checkpoint_id} {self.task_id}[{self.idx}] -> {self.channel}"
+
+
+class ToolResult(models.Model):
+    """One call of a fenced tool (``agents.fencing.fenced_tool``), by root run and tool call.
+
+    The tool's side effect and ``completed_at``/``result`` commit together under the
+    run's fence, so a re-executed node or ``ToolNode`` finds the row and replays the
+    result instead of running the effect again. ``interrupt_ids`` are the interrupts
+    the tool asked before it completed, in order: a replay consumes their answers
+    again, so a later ``interrupt()`` of the same LangGraph task keeps its own answer.
+    """
+
+    # No index of its own: the unique (root_run, tool_call_id) index starts with it.
+    root_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+",
+                                 db_index=False)
+    tool_call_id = models.CharField(max_length=200)
+    name = models.CharField(max_length=200)
+    interrupt_ids = models.JSONField(default=list, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    #: The turn that ran the effect; null until it completed.
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, related_name="+", null=True,
+                            blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["root_run", "tool_call_id"],
+                                    name="symfonic_tool_result_call"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.tool_call_id} of {self.root_run_id}"
+
+    @property
+    def is_completed(self) -> bool:
+        return self.completed_at is not None
