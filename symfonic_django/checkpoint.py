@@ -21,14 +21,15 @@ applies to everything but the metadata, which is JSON because
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import Max, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from langchain_core.runnables import RunnableConfig
@@ -69,6 +70,35 @@ SortableWrites = list[tuple[tuple[str, str, int], PendingWrite]]
 PendingWrites = list[PendingWrite]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def leaves_connection_as_found(
+    operation: Callable[Concatenate[DjangoSaver, P], R],
+) -> Callable[Concatenate[DjangoSaver, P], R]:
+    """Run ``operation``, then close the database connection if the operation opened it.
+
+    A sync graph saves its checkpoints from LangGraph's own worker threads,
+    which Django's request and task hygiene never reaches: a connection they
+    opened would stay open, or stay taken from the pool, after the thread is
+    gone. A thread that already had a connection (a request, a turn, a test)
+    keeps it; with a pool, closing hands the connection back.
+    """
+
+    @functools.wraps(operation)
+    def run(saver: DjangoSaver, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        connection = connections[saver.using]
+        opened_here = connection.connection is None
+        try:
+            return operation(saver, *args, **kwargs)
+        finally:
+            if opened_here and not connection.in_atomic_block:
+                connection.close()
+
+    return run
+
+
 class DjangoSaver(BaseCheckpointSaver[str]):
     """Checkpoints and pending writes in the app's models, on the ``using`` database.
 
@@ -84,6 +114,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
 
     # -- reads -------------------------------------------------------------------------
 
+    @leaves_connection_as_found
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its namespace's latest, with its writes."""
         configurable = config["configurable"]
@@ -112,6 +143,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         """
         yield from self._search(config, filter, before, limit)
 
+    @leaves_connection_as_found
     def _search(
         self,
         config: RunnableConfig | None,
@@ -180,6 +212,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
 
     # -- writes ------------------------------------------------------------------------
 
+    @leaves_connection_as_found
     def put(
         self,
         config: RunnableConfig,
@@ -214,6 +247,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         )
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
+    @leaves_connection_as_found
     def put_writes(
         self,
         config: RunnableConfig,
@@ -273,6 +307,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
 
     # -- deletes and copies ------------------------------------------------------------
 
+    @leaves_connection_as_found
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of the thread, in every namespace."""
         thread_id = str(thread_id)
@@ -280,6 +315,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             self._writes().filter(thread_id=thread_id).delete()
             self._checkpoints().filter(thread_id=thread_id).delete()
 
+    @leaves_connection_as_found
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints the runs made (their ``metadata["run_id"]``), with their writes.
 
@@ -303,6 +339,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 parent_checkpoint_id=""
             )
 
+    @leaves_connection_as_found
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of one thread to a thread that has none.
 
@@ -332,6 +369,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                         batch = []
                 model.objects.using(self.using).bulk_create(batch)
 
+    @leaves_connection_as_found
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune the threads' checkpoints: ``"keep_latest"`` or ``"delete"``.
 
