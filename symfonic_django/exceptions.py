@@ -169,3 +169,26 @@ class Throttled(SymfonicError):
     def __init__(self, detail: str | None = None, *, wait: int | None = None) -> None:
         super().__init__(detail)
         self.wait = wait
+
+
+class ResumeRefused(SymfonicError):
+    """A LangGraph resume the thread's pending interrupts do not match (``agents.langgraph``).
+
+    Raised before the graph is resumed, so the thread is left as it was; the
+    continuing turn ends ``turn.failed`` with this code. ``reason`` says why:
+    ``unknown_interrupt`` (never asked on this thread), ``used_interrupt``
+    (answered and consumed already), ``thread_finished`` (nothing is pending),
+    or ``decisions_mismatch`` (a ``HITLResponse`` whose decisions do not match
+    the pending action requests in number or allowed type).
+    """
+
+    code = "resume_refused"
+    status = 409
+    default_detail = "The answers do not match what the graph is waiting for."
+    REASONS = ("unknown_interrupt", "used_interrupt", "thread_finished", "decisions_mismatch")
+
+    def __init__(self, detail: str | None = None, *, reason: str) -> None:
+        if reason not in self.REASONS:
+            raise ValueError(f"unknown ResumeRefused reason {reason!r}")
+        super().__init__(detail)
+        self.reason = reason

@@ -1,0 +1,213 @@
+"""Exactly-once tools for LangGraph agents: ``fenced_tool``.
+
+LangGraph runs a node again from its top when the node is resumed, and a
+``ToolNode`` runs all the tool calls of a message in one task: a tool whose
+node runs again runs its side effect again (twice the refund, twice the mail).
+``fenced_tool`` turns a function into a LangChain tool whose call is recorded
+once per root run and ``tool_call_id``::
+
+    @fenced_tool
+    def refund(order_id: str, amount: float) -> dict:
+        \"\"\"Refund an order.\"\"\"
+        Refund.objects.create(order_id=order_id, amount=amount)
+        return {"order_id": order_id, "refunded": amount}
+
+- The first call runs the function inside the run's fence: one transaction
+  that commits the function's database writes and the tool's ``ToolResult``
+  row together, only while this worker still holds the run's lease (the check
+  is ``runs.hold_lease``, right before the commit). A worker that lost its
+  lease commits nothing: ``LeaseLost``.
+- Any later call with the same ``tool_call_id`` in the same root run (the node
+  re-executed, the continuation retried) returns the recorded result without
+  calling the function. The result must be JSON; the tool returns it as stored,
+  the first time too, so the model sees one value whichever run it comes from.
+- ``interrupt()`` may be called in the function, before its effect. The
+  interrupts it asked are recorded, and a replay consumes their answers again,
+  in order: LangGraph matches answers to the ``interrupt()`` calls of a task by
+  position, so a replayed tool that skipped its question would hand its answer
+  to the next question of the task (another tool of the same ``ToolNode``).
+
+Sync and async functions both work. Called from an async graph (the adapter
+streams graphs with ``astream``), the call runs on the turn's database thread,
+as every database call of the turn does (``sync_to_async``): the function's
+writes and the fence are on the turn's connection, and the fenced calls of one
+task run one after the other, in the order they were made. An async function
+runs inside the fence through ``async_to_sync`` on that thread, so its
+``sync_to_async`` database calls come back to it, inside the transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, overload
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import transaction
+from django.utils import timezone
+from langchain_core.tools import InjectedToolCallId, StructuredTool
+from langgraph.errors import GraphInterrupt
+from langgraph.types import interrupt
+
+from .. import runs
+from ..exceptions import InteractionConfigurationError
+from ..models import ToolResult
+from ..turns import TurnContext, current_turn
+
+__all__ = ["fenced_tool"]
+
+#: The injected argument that carries the model's tool call id to the wrapper.
+CALL_ID = "tool_call_id"
+
+
+@overload
+def fenced_tool(func: Callable[..., Any], /) -> StructuredTool: ...
+
+
+@overload
+def fenced_tool(*, name: str | None = None, description: str | None = None,
+                ) -> Callable[[Callable[..., Any]], StructuredTool]: ...
+
+
+def fenced_tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None,
+                description: str | None = None,
+                ) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
+    """Make ``func`` a LangChain tool whose call runs once per root run and tool call id.
+
+    Use it as ``@fenced_tool`` or ``@fenced_tool(name=..., description=...)``;
+    the name defaults to the function's, the description to its docstring, and
+    the arguments the model sees are the function's own. The tool must be
+    called with a model's tool call (``ToolNode`` and ``create_agent`` do),
+    inside an agent turn.
+    """
+    def build(fn: Callable[..., Any]) -> StructuredTool:
+        tool_name = name or fn.__name__
+        if CALL_ID in inspect.signature(fn).parameters:
+            raise InteractionConfigurationError(
+                f"fenced tool {tool_name!r} declares {CALL_ID!r} itself; fenced_tool injects it")
+
+        def run(*args: Any, tool_call_id: str, **kwargs: Any) -> Any:
+            return record_once(tool_name, tool_call_id, partial_call(fn, args, kwargs))
+
+        async def arun(*args: Any, tool_call_id: str, **kwargs: Any) -> Any:
+            return await sync_to_async(record_once)(tool_name, tool_call_id,
+                                                    partial_call(fn, args, kwargs))
+
+        for wrapper in (run, arun):
+            _inject_call_id(wrapper, fn)
+        return StructuredTool.from_function(
+            func=run, coroutine=arun, name=tool_name,
+            description=description or inspect.getdoc(fn) or tool_name)
+
+    return build if func is None else build(func)
+
+
+def _inject_call_id(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> None:
+    """Give ``wrapper`` ``fn``'s signature plus the injected ``tool_call_id``.
+
+    ``InjectedToolCallId`` is LangChain's documented way for a tool to receive
+    its call's id; the model never sees the argument.
+    """
+    functools.update_wrapper(wrapper, fn)
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    injected = inspect.Parameter(CALL_ID, inspect.Parameter.KEYWORD_ONLY,
+                                 annotation=Annotated[str, InjectedToolCallId])
+    at = next((i for i, p in enumerate(params) if p.kind == p.VAR_KEYWORD), len(params))
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*params[:at], injected, *params[at:]])
+    wrapper.__annotations__ = {**getattr(fn, "__annotations__", {}),
+                               CALL_ID: Annotated[str, InjectedToolCallId]}
+
+
+def partial_call(fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Callable[[], Any]:
+    """``fn(*args, **kwargs)`` as a sync call; an async ``fn`` runs through ``async_to_sync``."""
+    if inspect.iscoroutinefunction(fn):
+        return lambda: async_to_sync(fn)(*args, **kwargs)
+    return lambda: fn(*args, **kwargs)
+
+
+def record_once(name: str, tool_call_id: str, call: Callable[[], Any]) -> Any:
+    """Run ``call`` fenced and record its result, or replay the result recorded before.
+
+    Sync; call it on the turn's database thread. ``GraphInterrupt`` from the
+    call (the tool asked a person) leaves no effect and records which interrupt
+    was asked.
+    """
+    turn = current_turn()
+    recorded = ToolResult.objects.filter(root_run_id=_root(turn),
+                                         tool_call_id=tool_call_id).first()
+    if recorded is not None and recorded.is_completed:
+        _consume_answers(recorded)
+        return recorded.result
+    try:
+        with _fence(turn):
+            result = _as_json(call(), name)
+            ToolResult.objects.update_or_create(
+                root_run_id=_root(turn), tool_call_id=tool_call_id,
+                defaults={"name": name, "result": result, "run_id": turn.run.pk,
+                          "completed_at": timezone.now()})
+    except GraphInterrupt as asked:
+        _record_asked(turn, name, tool_call_id, asked)
+        raise
+    return result
+
+
+def _root(turn: TurnContext) -> Any:
+    return turn.run.root_id or turn.run.pk
+
+
+def _consume_answers(recorded: ToolResult) -> None:
+    """Ask the recorded tool's interrupts again: LangGraph hands back their stored answers."""
+    try:
+        for _ in recorded.interrupt_ids:
+            interrupt(None)
+    except GraphInterrupt:
+        raise InteractionConfigurationError(
+            f"tool call {recorded.tool_call_id!r} of {recorded.name!r} was completed in another "
+            "task of this run, where it asked questions this task has no answers to; a model's "
+            "tool call ids must be unique within a run") from None
+
+
+def _record_asked(turn: TurnContext, name: str, tool_call_id: str, asked: GraphInterrupt) -> None:
+    ids = [getattr(item, "id", "") for item in (asked.args[0] if asked.args else ())]
+    with _fence(turn):
+        record, _ = ToolResult.objects.select_for_update().get_or_create(
+            root_run_id=_root(turn), tool_call_id=tool_call_id, defaults={"name": name})
+        new = [i for i in ids if i and i not in record.interrupt_ids]
+        if new:
+            record.interrupt_ids = [*record.interrupt_ids, *new]
+            record.save(update_fields=["interrupt_ids"])
+
+
+@contextmanager
+def _fence(turn: TurnContext) -> Iterator[None]:
+    """The run's fence, without events: commit only while this worker holds the lease.
+
+    ``turns.fenced()`` is the same fence for agent code, storing events with
+    the effect. A tool records no event (the adapter streams ``tool.completed``
+    from the graph), and it runs while the turn goes on streaming: ``fenced()``
+    sets the turn's event counter back to where it found it, over events
+    streamed meanwhile, so the next one would take a ``seq`` already stored.
+    """
+    turn.check_held()
+    if not runs.still_held(turn.run.pk, turn.epoch):  # fail fast, before any effect
+        raise runs.LeaseLost(f"run {turn.run_id} is no longer held by claim {turn.epoch}")
+    with transaction.atomic():
+        runs.bound_fenced_transaction()
+        yield
+        runs.hold_lease(turn.run.pk, turn.epoch)
+
+
+def _as_json(value: Any, name: str) -> Any:
+    """``value`` as stored and replayed (a JSON round trip); refuses what is not JSON."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InteractionConfigurationError(
+            f"fenced tool {name!r} returned a {type(value).__name__}, which is not JSON "
+            f"({exc}); a fenced tool's result is recorded, so it must be JSON") from exc

@@ -1,0 +1,532 @@
+"""The LangGraph adapter: a compiled graph, or a factory of one, as an ``Agent``.
+
+A ``create_agent`` agent behind the app::
+
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from symfonic_django.agents.langgraph import langgraph_agent
+    from symfonic_django.checkpoint import DjangoSaver
+
+    def build(scope):
+        return create_agent(model, tools=[refund],
+                            middleware=[HumanInTheLoopMiddleware({"refund": True})])
+
+    refund_graph = langgraph_agent(build, checkpointer=DjangoSaver())
+    # SYMFONIC["AGENTS"]["refund_graph"] = "myproject.agents.refund_graph"
+
+**A turn** streams the graph on the run's thread (the run's ``thread_id``, or
+its root run's id), on the checkpointer given here or the graph's own. Each
+interrupt the graph is left with becomes one pause, whose idempotency key is
+the interrupt's id: a re-executed turn gets its pauses back, and the
+continuation knows which answer goes to which interrupt. The prompt:
+
+- a ``HITLRequest`` (``HumanInTheLoopMiddleware``, batched) is the approval as it is;
+- a per-call ``{"type": "tool_approval", ...}`` is a one-action approval, its
+  allowed decisions (and an edit's argument schema) read from the interrupt's
+  ``response_schema``; the approval's answer resumes it as that one decision;
+- Agent Inbox's older ``HumanInterrupt`` is converted to an approval, and the
+  answer back to its ``HumanResponse``;
+- anything else is a question, with the ``response_schema`` as its answer schema.
+
+**The continuation** runs once every pause of the paused turn is resolved. It
+resumes with ``Command(resume={interrupt_id: answer, ...})`` under strict
+resume, after checking the answers against the thread's pending interrupts,
+which LangGraph itself does not (checked on langgraph 1.2.24): an unknown or
+already used interrupt id, a finished thread, and a ``HITLResponse`` whose
+decisions do not match the pending action requests are refused with
+``ResumeRefused`` before the graph is touched, and the turn ends
+``turn.failed`` with code ``resume_refused``. The pauses' answers were already
+checked against their prompts when they were given (``pauses.validate_answer``);
+the check here is against the thread, which is what the graph will read.
+
+**Events**: model tokens are ``message.delta``; each model message is
+``message.completed``; each tool call it makes is ``tool.started`` and its
+result ``tool.completed``; subgraphs' events are included, each message once.
+A turn that completes ends with the last message's text as its output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable, Iterable
+from contextlib import aclosing
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, cast
+
+from asgiref.sync import sync_to_async
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
+
+from .. import hitl
+from ..binding import current_run_binding
+from ..events import (
+    Event,
+    MessageCompleted,
+    MessageDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from ..exceptions import InteractionConfigurationError, InvalidAnswer, ResumeRefused
+from ..models import Pause, PauseKind, Run
+from ..pauses import TIMEOUT_ANSWER
+from ..turns import current_turn, request_pause
+from .base import Continuation, TurnContext
+
+__all__ = ["LangGraphAgent", "LangGraphAgentFactory", "PauseRequest", "STRICT_RESUME",
+           "langgraph_agent", "pause_request", "resume_value"]
+
+#: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
+#: ``UnknownInterruptError`` instead of being ignored (or landing on the node's next
+#: interrupt). Its only switch is this internal config key
+#: (``langgraph._internal._constants.CONFIG_KEY_STRICT_RESUME``; the public one is in the
+#: Server SDK): the one private name this package uses, spelled out rather than imported
+#: from a private module, and pinned by a test against LangGraph's own constant.
+STRICT_RESUME = "__pregel_strict_resume"
+
+#: How the graph streams: tokens from ``messages``, finished nodes' writes from ``updates``.
+STREAM_MODES: list[StreamMode] = ["messages", "updates"]
+
+#: What an approval that expired (``ON_EXPIRE="resume"``) tells the graph of each action.
+TIMEOUT_MESSAGE = "The approval timed out."
+
+
+# --- prompts: interrupt -> pause ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class PauseRequest:
+    """The pause one interrupt asks for."""
+
+    kind: str
+    prompt: Any
+    answer_schema: Any = None
+    #: How the interrupt is answered: "hitl", "tool_approval", "agent_inbox" or "question".
+    shape: str = "question"
+
+
+def pause_request(interrupt: Interrupt) -> PauseRequest:
+    """The pause an interrupt becomes (module docstring, "The prompt")."""
+    value = interrupt.value
+    if isinstance(value, dict) and "action_requests" in value:
+        return PauseRequest(PauseKind.APPROVAL, hitl.normalize_prompt(value), shape="hitl")
+    if isinstance(value, dict) and value.get("type") == "tool_approval":
+        return PauseRequest(PauseKind.APPROVAL, _tool_approval_prompt(
+            value, interrupt.response_schema), shape="tool_approval")
+    if _is_agent_inbox(value):
+        return PauseRequest(PauseKind.APPROVAL, hitl.normalize_prompt(value),
+                            shape="agent_inbox")
+    schema = interrupt.response_schema if isinstance(interrupt.response_schema, dict) else None
+    return PauseRequest(PauseKind.QUESTION, _jsonable(value), answer_schema=schema)
+
+
+def _is_agent_inbox(value: Any) -> bool:
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(isinstance(i, dict) and "action_request" in i for i in items)
+
+
+def _tool_approval_prompt(value: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """A per-call ``tool_approval`` as a one-action ``HITLRequest``."""
+    request: dict[str, Any] = {"name": value.get("name"), "args": value.get("args") or {}}
+    if value.get("description"):
+        request["description"] = value["description"]
+    allowed, args_schema = _decisions_in(schema)
+    config: dict[str, Any] = {"action_name": value.get("name"),
+                              "allowed_decisions": allowed or list(hitl.DECISION_TYPES)}
+    if args_schema is not None:
+        config["args_schema"] = args_schema
+    return hitl.normalize_prompt({"action_requests": [request], "review_configs": [config]})
+
+
+def _decisions_in(schema: Any) -> tuple[list[str], dict[str, Any] | None]:
+    """The decision types a per-call ``response_schema`` allows, and an edit's args schema.
+
+    LangChain publishes the schema of a union of decision types, one branch per
+    allowed type (``{"type": {"const": "approve"}}``, ...), or the one branch.
+    """
+    if not isinstance(schema, dict):
+        return [], None
+    defs = schema.get("$defs") or {}
+
+    def resolve(node: Any) -> dict[str, Any]:
+        ref = node.get("$ref", "") if isinstance(node, dict) else ""
+        if ref.startswith("#/$defs/"):
+            found = defs.get(ref.removeprefix("#/$defs/"))
+            return found if isinstance(found, dict) else {}
+        return node if isinstance(node, dict) else {}
+
+    allowed: list[str] = []
+    args_schema: dict[str, Any] | None = None
+    for branch in map(resolve, schema.get("oneOf") or schema.get("anyOf") or [schema]):
+        kind_schema = (branch.get("properties") or {}).get("type") or {}
+        kind = kind_schema.get("const") or next(iter(kind_schema.get("enum") or []), None)
+        if kind not in hitl.DECISION_TYPES or kind in allowed:
+            continue
+        allowed.append(kind)
+        if kind == "edit":
+            action = resolve((branch.get("properties") or {}).get("edited_action"))
+            args = (action.get("properties") or {}).get("args")
+            if isinstance(args, dict):
+                args_schema = {**args, "$defs": defs} if defs else dict(args)
+    return allowed, args_schema
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON can store it (an object that is not JSON becomes its ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+# --- answers: pause -> resume value ------------------------------------------------------
+
+def resume_value(interrupt: Interrupt, answer: Any) -> Any:
+    """What the graph is resumed with for ``interrupt``, from its pause's ``answer``.
+
+    An approval's ``HITLResponse`` is checked against the interrupt's own
+    request (number and allowed types of decisions) and raises
+    ``ResumeRefused`` (``decisions_mismatch``) if it does not fit. An approval
+    that expired (``ON_EXPIRE="resume"``) rejects every action, or responds
+    where only that is allowed; a question gets the app's timeout answer as it is.
+    """
+    request = pause_request(interrupt)
+    if request.kind == PauseKind.QUESTION:
+        return answer
+    if answer == TIMEOUT_ANSWER:
+        answer = _timed_out(request.prompt)
+    try:
+        decisions: list[dict[str, Any]] = hitl.validate_response(request.prompt,
+                                                                answer)["decisions"]
+    except InvalidAnswer as exc:
+        raise ResumeRefused(
+            f"The answer does not fit the approval the graph is waiting for: {exc.detail}",
+            reason="decisions_mismatch") from exc
+    if request.shape == "tool_approval":
+        return decisions[0]
+    if request.shape == "agent_inbox":
+        responses = [_human_response(d) for d in decisions]
+        return responses if isinstance(interrupt.value, list) else responses[0]
+    return {"decisions": decisions}
+
+
+def _timed_out(prompt: dict[str, Any]) -> dict[str, Any]:
+    decisions = []
+    for request in prompt["action_requests"]:
+        allowed = hitl.review_config(prompt, request["name"]).get("allowed_decisions", [])
+        kind = next((k for k in ("reject", "respond") if k in allowed), None)
+        if kind is None:
+            raise ResumeRefused(
+                f"The approval of {request['name']!r} expired, and it allows neither reject "
+                "nor respond, so the graph has no way to be told.", reason="decisions_mismatch")
+        decisions.append({"type": kind, "message": TIMEOUT_MESSAGE})
+    return {"decisions": decisions}
+
+
+def _human_response(decision: dict[str, Any]) -> dict[str, Any]:
+    """A ``HITLResponse`` decision as Agent Inbox's ``HumanResponse``."""
+    kind = decision["type"]
+    if kind == "edit":
+        action = decision["edited_action"]
+        return {"type": "edit", "args": {"action": action["name"], "args": action["args"]}}
+    if kind == "respond":
+        return {"type": "response", "args": decision["message"]}
+    return {"type": "accept" if kind == "approve" else "ignore", "args": None}
+
+
+# --- events: stream chunks -> typed events -----------------------------------------------
+
+class Transcript:
+    """What the thread has said: each message and tool call becomes events once.
+
+    A node's update repeats messages already streamed (``HumanInTheLoopMiddleware``
+    writes the model's message again with its revised tool calls; a parent
+    repeats its subgraph's messages), and a continuation starts from a thread
+    whose messages were streamed by earlier turns.
+    """
+
+    def __init__(self, values: Any = None) -> None:
+        self.seen: set[str] = set()
+        self.calls: dict[str, dict[str, Any]] = {}
+        for message in _messages_in(values):
+            self.seen.add(_message_key(message))
+            self._register_calls(message)
+
+    def events(self, mode: str, chunk: Any) -> list[Event]:
+        if mode == "messages":
+            message = chunk[0] if isinstance(chunk, tuple) and chunk else None
+            if isinstance(message, AIMessageChunk) and message.text:
+                return [MessageDelta(text=message.text)]
+            return []
+        if mode != "updates" or not isinstance(chunk, dict):
+            return []
+        events: list[Event] = []
+        for node, update in chunk.items():
+            if not node.startswith("__"):
+                for message in _messages_in(update):
+                    events += self._said(message)
+        return events
+
+    def _said(self, message: BaseMessage) -> list[Event]:
+        key = _message_key(message)
+        new = key not in self.seen
+        self.seen.add(key)
+        self._register_calls(message)  # the latest revision: what will run
+        if not new:
+            return []
+        if isinstance(message, ToolMessage):
+            call = self.calls.get(message.tool_call_id, {})
+            return [ToolCompleted(tool_call_id=message.tool_call_id,
+                                  name=message.name or call.get("name", ""),
+                                  args=call.get("args", {}), result=_tool_result(message))]
+        if not isinstance(message, AIMessage):
+            return []
+        events: list[Event] = [MessageCompleted(text=message.text)] if message.text else []
+        events += [ToolStarted(tool_call_id=call["id"] or "", name=call["name"],
+                               args=_jsonable(call["args"])) for call in message.tool_calls]
+        return events
+
+    def _register_calls(self, message: BaseMessage) -> None:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call["id"]:
+                    self.calls[call["id"]] = {"name": call["name"],
+                                              "args": _jsonable(call["args"])}
+
+
+def _messages_in(update: Any) -> Iterable[BaseMessage]:
+    """The messages a node's update (or a state's values) holds."""
+    if isinstance(update, list):
+        for item in update:
+            yield from _messages_in(item)
+        return
+    if not isinstance(update, dict):
+        return
+    messages = update.get("messages")
+    for message in messages if isinstance(messages, list) else [messages]:
+        if isinstance(message, BaseMessage):
+            yield message
+
+
+def _message_key(message: BaseMessage) -> str:
+    if isinstance(message, ToolMessage):
+        return f"tool:{message.tool_call_id}"
+    if message.id:
+        return f"id:{message.id}"
+    calls = [c["id"] for c in message.tool_calls] if isinstance(message, AIMessage) else []
+    return f"{message.type}:{json.dumps([message.content, calls], default=str)}"
+
+
+def _tool_result(message: ToolMessage) -> Any:
+    """A tool's result as the event carries it: a JSON object or array parsed, else as given."""
+    content = message.content
+    if isinstance(content, str) and content[:1] in "[{":
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return _jsonable(content)
+
+
+def last_message_text(values: Any) -> Any:
+    """The default output of a completed turn: the last message's text, else the state as JSON."""
+    messages = list(_messages_in(values))
+    if messages:
+        return messages[-1].text
+    return _jsonable(values)
+
+
+# --- the agent ---------------------------------------------------------------------------
+
+class LangGraphAgent:
+    """An ``Agent`` that drives one compiled graph (module docstring).
+
+    ``checkpointer`` replaces the graph's own (one is needed: interrupts are
+    kept there); ``input`` maps the run's input to the graph's (default: as it
+    is); ``output`` maps the final state's values to the turn's output
+    (default: ``last_message_text``); ``ttl`` is the pauses' lifetime in
+    seconds (default: ``TOKEN_MAX_AGE``).
+    """
+
+    def __init__(self, graph: Pregel[Any, Any, Any, Any], *,
+                 checkpointer: BaseCheckpointSaver[Any] | None = None,
+                 input: Callable[[Any], Any] | None = None,
+                 output: Callable[[Any], Any] | None = None,
+                 ttl: float | None = None) -> None:
+        if checkpointer is not None:
+            graph = graph.copy(update={"checkpointer": checkpointer})
+        if not isinstance(graph.checkpointer, BaseCheckpointSaver):
+            raise InteractionConfigurationError(
+                "a LangGraph agent needs a checkpointer, where its interrupts are kept: pass "
+                "checkpointer= (symfonic_django.checkpoint.DjangoSaver(), or your own) or "
+                "compile the graph with one")
+        self.graph = graph
+        self.input = input or (lambda value: value)
+        self.output = output or last_message_text
+        self.ttl = ttl
+
+    # -- the protocol --
+
+    async def start_typed(self, context: TurnContext, input: Any,
+                          ) -> AsyncGenerator[Event, None]:
+        config = self._config(context.run)
+        state = await self.graph.aget_state(config)
+        graph_input = None if _ran_before(state, context.run) else self.input(input)
+        async for event in self._drive(graph_input, config, Transcript(state.values),
+                                       context.run):
+            yield event
+
+    async def continue_recovered_typed(
+        self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
+    ) -> AsyncGenerator[Event, None]:
+        config = self._config(continuation.run)
+        state = await self.graph.aget_state(config)
+        graph_input: Any = None
+        if not _ran_before(state, continuation.run):
+            try:
+                resume = await self._resume_map(config, state, continuation.answers)
+            except ResumeRefused as refusal:
+                yield TurnFailed(code=refusal.code, message=refusal.detail)
+                return
+            graph_input = Command(resume=resume)
+            config = {**config, "configurable": {**config["configurable"], STRICT_RESUME: True}}
+        async for event in self._drive(graph_input, config, Transcript(state.values),
+                                       continuation.run):
+            yield event
+
+    # -- driving the graph --
+
+    def _config(self, run: Run) -> RunnableConfig:
+        # The run id goes into the metadata of each checkpoint the turn writes: a turn run
+        # again (a retried run) sees it drove the thread already (_ran_before), and the
+        # saver's delete_for_runs takes the app's run ids.
+        return {"configurable": {"thread_id": run.thread_id or run.root_run_id},
+                "metadata": {"run_id": str(run.pk)}}
+
+    async def _drive(self, graph_input: Any, config: RunnableConfig, transcript: Transcript,
+                     run: Run) -> AsyncGenerator[Event, None]:
+        """Stream the graph, then pause on its interrupts or complete with its output."""
+        # durability="sync": each step's checkpoint is saved before the next step runs, so
+        # what a tool did is on record before anything after it happens.
+        # An async generator, typed as an iterator: closed (aclosing) if the turn stops early.
+        stream = cast(AsyncGenerator[Any, None], self.graph.astream(
+            graph_input, config, stream_mode=STREAM_MODES, subgraphs=True, durability="sync"))
+        async with aclosing(stream):
+            async for _namespace, mode, chunk in stream:
+                for event in transcript.events(mode, chunk):
+                    yield event
+        state = await self.graph.aget_state(config)
+        if state.interrupts:
+            await self._pause(state, run)
+            return
+        if state.next:
+            raise InteractionConfigurationError(
+                f"the graph stopped before {list(state.next)} without an interrupt(): static "
+                "breakpoints (interrupt_before / interrupt_after) cannot be answered; call "
+                "interrupt() in the node instead")
+        yield TurnCompleted(output=_jsonable(self.output(state.values)))
+
+    async def _pause(self, state: StateSnapshot, run: Run) -> None:
+        """One pause per interrupt, keyed by the interrupt's id."""
+        turn = current_turn()
+        binding = partial(current_run_binding, session_id=run.session_id,
+                          thread_id=state.config["configurable"]["thread_id"],
+                          checkpoint_id=state.config["configurable"].get("checkpoint_id"))
+        for interrupt in state.interrupts:
+            request = pause_request(interrupt)
+            pause = await request_pause(
+                kind=request.kind, prompt=request.prompt, answer_schema=request.answer_schema,
+                ttl=self.ttl, idempotency_key=interrupt.id, binding=binding)
+            if pause.run_id != turn.run.pk:
+                raise InteractionConfigurationError(
+                    f"interrupt {interrupt.id} was asked before, as pause {pause.pk} of run "
+                    f"{pause.run_id}, and the graph is waiting for it again")
+            if str(pause.pk) not in turn.requested:
+                # This turn ran before and made the pause then (a retried run): it still
+                # ends paused on it.
+                turn.requested.append(str(pause.pk))
+
+    # -- continuing --
+
+    async def _resume_map(self, config: RunnableConfig, state: StateSnapshot,
+                          answers: dict[str, Any]) -> dict[str, Any]:
+        """The resume map, by interrupt id, or ``ResumeRefused`` (nothing is touched)."""
+        pending = {interrupt.id: interrupt for interrupt in state.interrupts}
+        if not pending and not state.next:
+            raise ResumeRefused("The graph's thread has finished: it is waiting for no answer.",
+                                reason="thread_finished")
+        keys = await sync_to_async(_interrupt_ids)(list(answers))
+        resume: dict[str, Any] = {}
+        for pause_id, answer in answers.items():
+            interrupt_id = keys.get(pause_id, "")
+            interrupt = pending.get(interrupt_id)
+            if interrupt is None:
+                if interrupt_id and await self._was_asked(config, interrupt_id):
+                    raise ResumeRefused(
+                        f"Interrupt {interrupt_id} (pause {pause_id}) was answered already, "
+                        "or abandoned: the graph is no longer waiting for it.",
+                        reason="used_interrupt")
+                raise ResumeRefused(
+                    f"Pause {pause_id} answers no interrupt this graph's thread ever asked "
+                    f"({interrupt_id or 'no interrupt id'}).", reason="unknown_interrupt")
+            resume[interrupt_id] = resume_value(interrupt, answer)
+        if not resume:
+            raise ResumeRefused("The continuation carries no answer.", reason="unknown_interrupt")
+        return resume
+
+    async def _was_asked(self, config: RunnableConfig, interrupt_id: str) -> bool:
+        async for snapshot in self.graph.aget_state_history(config):
+            if any(interrupt.id == interrupt_id for interrupt in snapshot.interrupts):
+                return True
+        return False
+
+
+def _ran_before(state: StateSnapshot, run: Run) -> bool:
+    """Whether ``run`` wrote the thread's latest checkpoint: the turn is running again.
+
+    A re-executed turn then continues the thread where it stopped (LangGraph
+    re-runs the unfinished tasks, which ask their interrupts again, under the
+    same ids), instead of feeding the graph its input, or its answers, a second
+    time: those were taken already.
+    """
+    return bool(state.metadata) and (state.metadata or {}).get("run_id") == str(run.pk)
+
+
+def _interrupt_ids(pause_ids: list[str]) -> dict[str, str]:
+    """Each pause's interrupt id (its idempotency key), by pause id."""
+    return {str(pk): key for pk, key in
+            Pause.objects.filter(pk__in=pause_ids).values_list("pk", "idempotency_key")}
+
+
+class LangGraphAgentFactory:
+    """``agent_for(scope)`` for ``SYMFONIC["AGENTS"]``: a ``LangGraphAgent`` per turn.
+
+    ``graph`` is a compiled graph, or a factory ``scope -> graph`` called for
+    each turn; ``input_schema`` is checked by ``start_run`` before a run exists.
+    """
+
+    def __init__(self, graph: Pregel[Any, Any, Any, Any] | Callable[[Any], Any], *,
+                 checkpointer: BaseCheckpointSaver[Any] | None = None,
+                 input: Callable[[Any], Any] | None = None,
+                 output: Callable[[Any], Any] | None = None, ttl: float | None = None,
+                 input_schema: dict[str, Any] | None = None) -> None:
+        self.graph = graph
+        self.checkpointer = checkpointer
+        self.input, self.output, self.ttl = input, output, ttl
+        self.input_schema = input_schema
+
+    def __call__(self, scope: Any) -> LangGraphAgent:
+        graph = self.graph if isinstance(self.graph, Pregel) else self.graph(scope)
+        return LangGraphAgent(graph, checkpointer=self.checkpointer, input=self.input,
+                              output=self.output, ttl=self.ttl)
+
+
+def langgraph_agent(graph: Pregel[Any, Any, Any, Any] | Callable[[Any], Any], *,
+                    checkpointer: BaseCheckpointSaver[Any] | None = None,
+                    input: Callable[[Any], Any] | None = None,
+                    output: Callable[[Any], Any] | None = None, ttl: float | None = None,
+                    input_schema: dict[str, Any] | None = None) -> LangGraphAgentFactory:
+    """Register a graph (or a factory ``scope -> graph``) as an agent; see ``LangGraphAgent``."""
+    return LangGraphAgentFactory(graph, checkpointer=checkpointer, input=input, output=output,
+                                 ttl=ttl, input_schema=input_schema)

@@ -1,0 +1,59 @@
+"""Fixtures of the LangGraph tests: the graphs' agents registered, and readers of what a
+turn leaves behind (its pauses, its events, the thread's rows on the checkpoint saver)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, TurnEvent
+from symfonic_django.runs import start_run
+from symfonic_django.turns import execute_run
+
+from .graphs import AGENTS, CALLS, FAIL_ONCE
+
+
+@pytest.fixture(autouse=True)
+def langgraph_agents(settings: Any, tenants: Any) -> None:
+    settings.SYMFONIC = {**settings.SYMFONIC,
+                         "AGENTS": {**settings.SYMFONIC["AGENTS"], **AGENTS}}
+    CALLS.clear()
+    FAIL_ONCE.clear()
+
+
+def run_turn(agent: str, input: Any = None, *, thread_id: str = "", scope: str = "acme") -> Run:
+    """Start a run and drive its first turn in-process, as a worker would."""
+    run = start_run(agent, input if input is not None else {}, scope=scope,
+                    thread_id=thread_id, dispatch=False)
+    execute_run(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def continue_run(run_id: Any) -> Run:
+    """Drive a queued continuation (or a retried run) in-process."""
+    execute_run(run_id)
+    return Run.objects.get(pk=run_id)
+
+
+def pauses_of(run: Run) -> list[Pause]:
+    return list(Pause.objects.filter(run=run).order_by("created_at"))
+
+
+def events_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
+    return [(e.type, e.data) for e in TurnEvent.objects.filter(run=run).order_by("seq")]
+
+
+def types_of(run: Run) -> list[str]:
+    return [kind for kind, _ in events_of(run)]
+
+
+def thread_rows(thread_id: str) -> tuple[list[Any], list[Any]]:
+    """Every checkpoint and pending write of a thread: what "the thread is unchanged" compares."""
+    checkpoints = list(GraphCheckpoint.objects.filter(thread_id=thread_id).order_by(
+        "checkpoint_ns", "checkpoint_id").values_list("checkpoint_ns", "checkpoint_id"))
+    writes = list(GraphCheckpointWrite.objects.filter(thread_id=thread_id).order_by(
+        "checkpoint_ns", "checkpoint_id", "task_id", "idx").values_list(
+            "checkpoint_id", "task_id", "idx", "channel", "value"))
+    return checkpoints, [(*w[:4], bytes(w[4])) for w in writes]
