@@ -169,9 +169,11 @@ def _decisions_in(schema: Any) -> tuple[list[str], dict[str, Any] | None]:
         allowed.append(kind)
         if kind == "edit":
             action = resolve((branch.get("properties") or {}).get("edited_action"))
-            args = (action.get("properties") or {}).get("args")
-            if isinstance(args, dict):
-                args_schema = {**args, "$defs": defs} if defs else dict(args)
+            args = resolve((action.get("properties") or {}).get("args"))
+            if args:
+                # The definitions go along only when the tool's schema refers to them.
+                refers = "#/$defs/" in json.dumps(args)
+                args_schema = {**args, "$defs": defs} if refers else dict(args)
     return allowed, args_schema
 
 

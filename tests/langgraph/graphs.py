@@ -271,3 +271,83 @@ AGENTS = {
     "lg_fan": "tests.langgraph.graphs.fan_agent",
     "lg_async_tool": "tests.langgraph.graphs.async_tool_agent",
 }
+
+
+# --- Agent Inbox's HumanInterrupt ---------------------------------------------------------
+
+def inbox_review(state: Answers) -> Answers:
+    [response] = interrupt([{
+        "action_request": {"action": "refund", "args": {"order_id": "I-1", "amount": 3}},
+        "config": {"allow_accept": True, "allow_edit": True, "allow_respond": False,
+                   "allow_ignore": True},
+        "description": "Refund I-1?"}])
+    return {"answers": [response]}
+
+
+def inbox_graph() -> Any:
+    builder = StateGraph(Answers)
+    builder.add_node("inbox_review", inbox_review)
+    builder.add_edge(START, "inbox_review")
+    builder.add_edge("inbox_review", END)
+    return builder.compile()
+
+
+inbox_agent = langgraph_agent(lambda scope: inbox_graph(), checkpointer=DjangoSaver())
+
+
+# --- a worker that loses its lease inside a fenced tool ----------------------------------
+
+def reap_from_another_worker() -> None:
+    """What a frozen worker wakes up to: meanwhile the reaper, elsewhere, failed its run."""
+    import threading
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from symfonic_django import runs
+    from symfonic_django.models import Run, RunStatus
+
+    def reap() -> None:
+        try:
+            Run.objects.filter(status=RunStatus.RUNNING).update(lease_until=timezone.now())
+            runs.reap_stale_runs()
+        finally:
+            connection.close()
+
+    reaper = threading.Thread(target=reap)
+    reaper.start()
+    reaper.join()
+
+
+@fenced_tool
+def frozen_refund(order_id: str) -> dict[str, Any]:
+    """Refunds, but the worker lost its lease while doing it."""
+    CALLS["frozen_refund"] += 1
+    reap_from_another_worker()
+    return record_refund(order_id, 4)
+
+
+@fenced_tool
+def unrecordable(order_id: str) -> Any:
+    """Refunds, and returns what JSON cannot hold."""
+    record_refund(order_id, 5)
+    return {order_id}
+
+
+def plain_tools_graph() -> Any:
+    builder = StateGraph(MessagesState)
+    builder.add_node("propose", propose)
+    builder.add_node("tools", ToolNode([frozen_refund, unrecordable]))
+    builder.add_edge(START, "propose")
+    builder.add_edge("propose", "tools")
+    builder.add_edge("tools", END)
+    return builder.compile()
+
+
+plain_tools_agent = langgraph_agent(lambda scope: plain_tools_graph(), checkpointer=DjangoSaver(),
+                                    input=orders_input)
+
+AGENTS |= {
+    "lg_inbox": "tests.langgraph.graphs.inbox_agent",
+    "lg_plain_tools": "tests.langgraph.graphs.plain_tools_agent",
+}
