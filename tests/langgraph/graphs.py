@@ -171,8 +171,10 @@ def flaky_check(order_id: str) -> str:
 
 def propose(state: MessagesState) -> dict[str, Any]:
     request = json.loads(state["messages"][0].text)
-    calls = [{"name": request.get("tool", "ship"), "args": {"order_id": order}, "id": f"ship-{order}",
-              "type": "tool_call"} for order in request["orders"]]
+    if request.get("reap_before"):
+        reap_from_another_worker()
+    calls = [{"name": request.get("tool", "ship"), "args": {"order_id": order, **request.get(
+        "args", {})}, "id": f"ship-{order}", "type": "tool_call"} for order in request["orders"]]
     calls += [{"name": "flaky_check", "args": {"order_id": o}, "id": f"check-{o}",
                "type": "tool_call"} for o in request.get("check", [])]
     return {"messages": [AIMessage("Shipping.", tool_calls=calls, id="ai-ship")]}
@@ -320,10 +322,11 @@ def reap_from_another_worker() -> None:
 
 
 @fenced_tool
-def frozen_refund(order_id: str) -> dict[str, Any]:
-    """Refunds, but the worker lost its lease while doing it."""
+def frozen_refund(order_id: str, freeze: bool = True) -> dict[str, Any]:
+    """Refunds, but the worker lost its lease while doing it (when ``freeze``)."""
     CALLS["frozen_refund"] += 1
-    reap_from_another_worker()
+    if freeze:
+        reap_from_another_worker()
     return record_refund(order_id, 4)
 
 
