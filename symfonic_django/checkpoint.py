@@ -13,7 +13,11 @@ checkpointer (``langgraph-checkpoint-postgres``, say) may be passed instead.
 
 Every operation is one sync method; its async twin runs that method through
 ``sync_to_async``, because Django's ORM is sync and a transaction must never
-span an ``await``. Values are stored as the saver's serializer makes them
+span an ``await``. The three a graph calls on every step (``put``,
+``put_writes``, ``get_tuple``) are plain statements that PostgreSQL and SQLite
+both run (``insert`` and two ``raw`` reads): the ORM's query building costs
+more than the round trip, and ``bulk_create`` adds a transaction to every
+insert (``bench/bench_checkpoint.py`` measured both); the rest is ORM. Values are stored as the saver's serializer makes them
 (``dumps_typed``: a type name and bytes), so a custom or encrypting ``serde``
 applies to everything but the metadata, which is JSON because
 ``list(filter=...)`` searches it.
@@ -30,7 +34,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import connections, transaction
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Field, Max, Model, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -40,7 +44,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
@@ -61,13 +64,14 @@ DELTA_METADATA_KEYS = ("counters_since_delta_snapshot", "delta_writes_versioned"
 #: How many rows ``copy_thread`` reads and inserts at a time.
 COPY_BATCH = 500
 
-#: The three columns that name one checkpoint.
+#: The unique keys of the two models (their constraints), and one checkpoint's key.
+CHECKPOINT_KEY = ("thread_id", "checkpoint_ns", "checkpoint_id")
+WRITE_KEY = (*CHECKPOINT_KEY, "task_id", "idx")
 CheckpointKey = tuple[str, str, str]
+
+# Named here: inside the saver, ``list`` is its method.
 Tuples = Sequence[CheckpointTuple]
-#: Pending writes with their ``writes_sort_key``, as read (named here: inside the
-#: saver, ``list`` is its method).
-SortableWrites = list[tuple[tuple[str, str, int], PendingWrite]]
-PendingWrites = list[PendingWrite]
+WriteRows = list[GraphCheckpointWrite]
 
 
 P = ParamSpec("P")
@@ -118,14 +122,22 @@ class DjangoSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its namespace's latest, with its writes."""
         configurable = config["configurable"]
-        rows = self._checkpoints().filter(
-            thread_id=str(configurable["thread_id"]),
-            checkpoint_ns=configurable.get("checkpoint_ns", ""),
-        )
+        namespace = [str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")]
+        in_namespace = "WHERE thread_id = %s AND checkpoint_ns = %s"
         if checkpoint_id := get_checkpoint_id(config):
-            rows = rows.filter(checkpoint_id=checkpoint_id)
-        tuples = self._tuples(rows.order_by("-checkpoint_id")[:1])
-        return tuples[0] if tuples else None
+            which, params = f"{in_namespace} AND checkpoint_id = %s", [*namespace, checkpoint_id]
+        else:
+            which, params = f"{in_namespace} ORDER BY checkpoint_id DESC LIMIT 1", namespace
+        table = _table(GraphCheckpoint, self.using)
+        row = next(iter(self._checkpoints().raw(f"SELECT * FROM {table} {which}", params)), None)
+        if row is None:
+            return None
+        writes = self._writes().raw(
+            f"SELECT * FROM {_table(GraphCheckpointWrite, self.using)} {in_namespace}"
+            " AND checkpoint_id = %s",
+            [*namespace, row.checkpoint_id],
+        )
+        return self._tuple(row, _in_order(writes))
 
     def list(
         self,
@@ -177,23 +189,12 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         checkpoints = [*rows]
         if not checkpoints:
             return []
-        writes: defaultdict[CheckpointKey, SortableWrites] = defaultdict(list)
-        for write in GraphCheckpointWrite.objects.using(self.using).filter(
-            _any_checkpoint(_key(row) for row in checkpoints)
-        ):
-            value = self.serde.loads_typed((write.value_type, bytes(write.value)))
-            writes[(write.thread_id, write.checkpoint_ns, write.checkpoint_id)].append((
-                writes_sort_key(write.task_path, write.task_id, write.idx),
-                (write.task_id, write.channel, value),
-            ))
-        # Sorted here rather than by the database: its collation may order the
-        # punctuation of task paths differently from the live run.
-        return [
-            self._tuple(row, [w for _, w in sorted(writes[_key(row)], key=lambda s: s[0])])
-            for row in checkpoints
-        ]
+        writes: defaultdict[CheckpointKey, WriteRows] = defaultdict(list)
+        for write in self._writes().filter(_any_checkpoint(_key(row) for row in checkpoints)):
+            writes[(write.thread_id, write.checkpoint_ns, write.checkpoint_id)].append(write)
+        return [self._tuple(row, _in_order(writes[_key(row)])) for row in checkpoints]
 
-    def _tuple(self, row: GraphCheckpoint, pending_writes: PendingWrites) -> CheckpointTuple:
+    def _tuple(self, row: GraphCheckpoint, writes: WriteRows) -> CheckpointTuple:
         checkpoint: Checkpoint = self.serde.loads_typed(
             (row.checkpoint_type, bytes(row.checkpoint))
         )
@@ -207,7 +208,10 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             checkpoint=checkpoint,
             metadata=row.metadata,
             parent_config=parent,
-            pending_writes=pending_writes,
+            pending_writes=[
+                (w.task_id, w.channel, self.serde.loads_typed((w.value_type, bytes(w.value))))
+                for w in writes
+            ],
         )
 
     # -- writes ------------------------------------------------------------------------
@@ -239,12 +243,8 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             checkpoint=blob,
             metadata=stored_metadata,
         )
-        GraphCheckpoint.objects.using(self.using).bulk_create(
-            [row],
-            update_conflicts=True,
-            unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
-            update_fields=["run_id", "checkpoint_type", "checkpoint", "metadata"],
-        )
+        insert(self.using, [row], key=CHECKPOINT_KEY,
+               replace=["run_id", "checkpoint_type", "checkpoint", "metadata"])
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
     @leaves_connection_as_found
@@ -278,18 +278,13 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 value_type=value_type,
                 value=blob,
             )
-        rows = GraphCheckpointWrite.objects.using(self.using)
         # One statement is atomic on its own; two are made one transaction.
         with transaction.atomic(using=self.using) if normal and special else nullcontext():
             if normal:
-                rows.bulk_create(normal.values(), ignore_conflicts=True)
+                insert(self.using, [*normal.values()], key=WRITE_KEY)
             if special:
-                rows.bulk_create(
-                    special.values(),
-                    update_conflicts=True,
-                    unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                    update_fields=["task_path", "channel", "value_type", "value"],
-                )
+                insert(self.using, [*special.values()], key=WRITE_KEY,
+                       replace=["task_path", "channel", "value_type", "value"])
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The next version of a channel: a zero-padded counter and a random tie-breaker.
@@ -540,3 +535,62 @@ def _any_checkpoint(keys: Iterable[CheckpointKey], *, via: str = "checkpoint_id"
     for (thread_id, checkpoint_ns), ids in by_namespace.items():
         matches |= Q(thread_id=thread_id, checkpoint_ns=checkpoint_ns, **{f"{via}__in": ids})
     return matches
+
+
+def _in_order(writes: Iterable[GraphCheckpointWrite]) -> WriteRows:
+    """``writes`` in ``writes_sort_key`` order, the order a live run applies them.
+
+    Sorted here rather than by the database: its collation may order the
+    punctuation of task paths differently.
+    """
+    return sorted(writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
+
+
+def _table(model: type[Model], using: str) -> str:
+    return connections[using].ops.quote_name(model._meta.db_table)
+
+
+def insert(using: str, rows: Sequence[Model], *, key: Sequence[str],
+           replace: Sequence[str] = ()) -> None:
+    """Insert ``rows`` (of one model) in one ``INSERT ... ON CONFLICT`` statement.
+
+    A row whose ``key`` columns match a stored row's replaces that row's
+    ``replace`` columns or, with none given, is dropped. A statement is atomic
+    on its own, so this takes one round trip where ``bulk_create`` takes three
+    (it wraps every call in a transaction: BEGIN, INSERT, COMMIT), and skips
+    the ORM's query building, which costs more than the round trip here
+    (``bench/bench_checkpoint.py``). PostgreSQL and SQLite (3.24+) run the same
+    statement; each value is prepared by its field's ``get_db_prep_save``, as
+    Django prepares it for an insert.
+    """
+    model = type(rows[0])
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    fields = [
+        field for field in model._meta.get_fields()
+        if isinstance(field, Field) and field.concrete and not field.primary_key
+    ]
+    values = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    columns = [quote(_column(model, field.name)) for field in fields]
+    on_conflict = ", ".join(quote(_column(model, name)) for name in key)
+    if replace:
+        replaced = [quote(_column(model, name)) for name in replace]
+        action = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in replaced)
+    else:
+        action = "DO NOTHING"
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(columns)})"
+        f" VALUES {', '.join([values] * len(rows))} ON CONFLICT ({on_conflict}) {action}"
+    )
+    params = [
+        field.get_db_prep_save(getattr(row, field.attname), connection)
+        for row in rows for field in fields
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column is not None
+    return field.column

@@ -44,6 +44,35 @@ def write_rows(thread_id: str) -> list[tuple[str, int, Any]]:
     ]
 
 
+# -- rows: what the SQL statements store, as the ORM reads it back --------------------------
+
+def test_put_and_put_writes_store_one_row_each_with_every_column_as_given():
+    saver = DjangoSaver()
+    parent = put(saver, "t-rows")
+    checkpoint = generate_checkpoint(channel_values={"order": "A-1"})
+    config = generate_config("t-rows", checkpoint_ns="tool:1")
+    config["configurable"]["checkpoint_id"] = parent["configurable"]["checkpoint_id"]
+    stored = saver.put(config, checkpoint, generate_metadata(step=4, run_id="run-9",
+                                                             note="caf\u00e9 \u2603"), {})
+    saver.put_writes(stored, [("order", b"\x00bytes"), (INTERRUPT, {"ask": True})], "task-7",
+                     task_path="~__pregel_pull, approve")
+
+    row = GraphCheckpoint.objects.get(thread_id="t-rows", checkpoint_ns="tool:1")
+    assert (row.checkpoint_id, row.parent_checkpoint_id, row.run_id) == (
+        checkpoint["id"], parent["configurable"]["checkpoint_id"], "run-9")
+    assert row.metadata == {"source": "loop", "step": 4, "parents": {}, "run_id": "run-9",
+                            "note": "caf\u00e9 \u2603"}
+    assert saver.serde.loads_typed((row.checkpoint_type, bytes(row.checkpoint))) == checkpoint
+    writes = GraphCheckpointWrite.objects.filter(thread_id="t-rows").order_by("idx")
+    assert [(w.checkpoint_ns, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel,
+             saver.serde.loads_typed((w.value_type, bytes(w.value)))) for w in writes] == [
+        ("tool:1", checkpoint["id"], "task-7", "~__pregel_pull, approve", -3, INTERRUPT,
+         {"ask": True}),
+        ("tool:1", checkpoint["id"], "task-7", "~__pregel_pull, approve", 0, "order",
+         b"\x00bytes"),
+    ]
+
+
 # -- writes: keys, constraints, order -------------------------------------------------------
 
 def test_a_repeated_normal_write_is_ignored_and_the_first_value_kept():
