@@ -552,7 +552,7 @@ def _table(model: type[Model], using: str) -> str:
 
 def insert(using: str, rows: Sequence[Model], *, key: Sequence[str],
            replace: Sequence[str] = ()) -> None:
-    """Insert ``rows`` (of one model) in one ``INSERT ... ON CONFLICT`` statement.
+    """Insert ``rows`` (of one model) with ``INSERT ... ON CONFLICT``, one statement a batch.
 
     A row whose ``key`` columns match a stored row's replaces that row's
     ``replace`` columns or, with none given, is dropped. A statement is atomic
@@ -578,16 +578,25 @@ def insert(using: str, rows: Sequence[Model], *, key: Sequence[str],
         action = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in replaced)
     else:
         action = "DO NOTHING"
-    sql = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(columns)})"
-        f" VALUES {', '.join([values] * len(rows))} ON CONFLICT ({on_conflict}) {action}"
-    )
-    params = [
-        field.get_db_prep_save(getattr(row, field.attname), connection)
-        for row in rows for field in fields
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+
+    def sql(count: int) -> str:
+        return (
+            f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(columns)})"
+            f" VALUES {', '.join([values] * count)} ON CONFLICT ({on_conflict}) {action}"
+        )
+
+    # Rows go in batches within SQLite's 999 parameters a statement; more than one
+    # batch is made one transaction.
+    per_statement = max(1, 999 // len(fields))
+    batches = [rows[i:i + per_statement] for i in range(0, len(rows), per_statement)]
+    with transaction.atomic(using=using) if len(batches) > 1 else nullcontext():
+        for batch in batches:
+            params = [
+                field.get_db_prep_save(getattr(row, field.attname), connection)
+                for row in batch for field in fields
+            ]
+            with connection.cursor() as cursor:
+                cursor.execute(sql(len(batch)), params)
 
 
 def _column(model: type[Model], name: str) -> str:

@@ -126,6 +126,15 @@ def test_the_database_refuses_a_second_row_under_a_write_key_or_a_checkpoint_key
     assert GraphCheckpoint.objects.filter(thread_id="t-unique").count() == 1
 
 
+def test_a_task_with_hundreds_of_writes_stores_them_all_in_order():
+    saver = DjangoSaver()
+    stored = put(saver, "t-many")
+
+    saver.put_writes(stored, [("__pregel_tasks", n) for n in range(300)], "fan-out")
+
+    assert [value for _, _, value in saver.get_tuple(stored).pending_writes] == [*range(300)]
+
+
 def test_pending_writes_come_in_task_path_then_task_id_then_index_order():
     saver = DjangoSaver()
     stored = put(saver, "t-order")
