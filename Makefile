@@ -67,6 +67,7 @@ bench: install services
 	$(PY) bench/bench_ws_latency.py
 	$(PY) bench/bench_ws_fanout.py
 	$(PY) bench/bench_scale.py
+	$(PY) bench/bench_checkpoint.py
 
 lint: install
 	$(VENV)/bin/ruff check symfonic_django example_project tests bench
