@@ -79,7 +79,7 @@ from ..turns import current_turn, request_pause
 from .base import Continuation, TurnContext
 
 __all__ = ["LangGraphAgent", "LangGraphAgentFactory", "PauseRequest", "STRICT_RESUME",
-           "langgraph_agent", "pause_request", "resume_value"]
+           "Transcript", "langgraph_agent", "last_message_text", "pause_request", "resume_value"]
 
 #: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
 #: ``UnknownInterruptError`` instead of being ignored (or landing on the node's next
