@@ -15,7 +15,7 @@ Every operation is one sync method; its async twin runs that method through
 ``sync_to_async``, because Django's ORM is sync and a transaction must never
 span an ``await``. The three a graph calls on every step (``put``,
 ``put_writes``, ``get_tuple``) are plain statements that PostgreSQL and SQLite
-both run (``insert`` and two ``raw`` reads): the ORM's query building costs
+both run (``insert``, and one ``raw`` read): the ORM's query building costs
 more than the round trip, and ``bulk_create`` adds a transaction to every
 insert (``bench/bench_checkpoint.py`` measured both); the rest is ORM. Values are stored as the saver's serializer makes them
 (``dumps_typed``: a type name and bytes), so a custom or encrypting ``serde``
@@ -122,22 +122,37 @@ class DjangoSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its namespace's latest, with its writes."""
         configurable = config["configurable"]
-        namespace = [str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")]
-        in_namespace = "WHERE thread_id = %s AND checkpoint_ns = %s"
+        params = [str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")]
+        which = "WHERE thread_id = %s AND checkpoint_ns = %s"
         if checkpoint_id := get_checkpoint_id(config):
-            which, params = f"{in_namespace} AND checkpoint_id = %s", [*namespace, checkpoint_id]
+            which, params = f"{which} AND checkpoint_id = %s", [*params, checkpoint_id]
         else:
-            which, params = f"{in_namespace} ORDER BY checkpoint_id DESC LIMIT 1", namespace
-        table = _table(GraphCheckpoint, self.using)
-        row = next(iter(self._checkpoints().raw(f"SELECT * FROM {table} {which}", params)), None)
-        if row is None:
+            which = f"{which} ORDER BY checkpoint_id DESC LIMIT 1"
+        # One statement: the checkpoint once per write of its (a checkpoint has few
+        # pending writes; none once its step has finished), or once with NULLs.
+        # Each row is a GraphCheckpoint with the write_* columns as extra attributes.
+        rows: list[Any] = [*self._checkpoints().raw(
+            "SELECT c.*, w.task_id AS write_task_id, w.task_path AS write_task_path,"
+            " w.idx AS write_idx, w.channel AS write_channel,"
+            " w.value_type AS write_value_type, w.value AS write_value"
+            f" FROM (SELECT * FROM {_table(GraphCheckpoint, self.using)} {which}) c"
+            f" LEFT JOIN {_table(GraphCheckpointWrite, self.using)} w"
+            " ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns"
+            " AND w.checkpoint_id = c.checkpoint_id",
+            params,
+        )]
+        if not rows:
             return None
-        writes = self._writes().raw(
-            f"SELECT * FROM {_table(GraphCheckpointWrite, self.using)} {in_namespace}"
-            " AND checkpoint_id = %s",
-            [*namespace, row.checkpoint_id],
-        )
-        return self._tuple(row, _in_order(writes))
+        writes = [
+            GraphCheckpointWrite(
+                task_id=row.write_task_id, task_path=row.write_task_path, idx=row.write_idx,
+                channel=row.write_channel, value_type=row.write_value_type,
+                value=row.write_value,
+            )
+            for row in rows
+            if row.write_task_id is not None
+        ]
+        return self._tuple(rows[0], _in_order(writes))
 
     def list(
         self,
