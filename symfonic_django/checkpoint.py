@@ -13,14 +13,15 @@ checkpointer (``langgraph-checkpoint-postgres``, say) may be passed instead.
 
 Every operation is one sync method; its async twin runs that method through
 ``sync_to_async``, because Django's ORM is sync and a transaction must never
-span an ``await``. The three a graph calls on every step (``put``,
-``put_writes``, ``get_tuple``) are plain statements that PostgreSQL and SQLite
-both run (``insert``, and one ``raw`` read): the ORM's query building costs
-more than the round trip, and ``bulk_create`` adds a transaction to every
-insert (``bench/bench_checkpoint.py`` measured both); the rest is ORM. Values are stored as the saver's serializer makes them
-(``dumps_typed``: a type name and bytes), so a custom or encrypting ``serde``
-applies to everything but the metadata, which is JSON because
-``list(filter=...)`` searches it.
+span an ``await``. The three calls a graph makes on every step (``put``,
+``put_writes``, ``get_tuple``) are plain statements that PostgreSQL and
+SQLite both run (``insert``, and one ``raw`` read): the ORM's query building
+costs more than the round trip, and ``bulk_create`` adds a transaction to
+every insert (``bench/bench_checkpoint.py`` measured both); the rest is ORM.
+Values are stored as the saver's serializer makes them (``dumps_typed``: a
+type name and bytes), so a custom or encrypting ``serde`` applies to
+everything but the metadata, which is JSON because ``list(filter=...)``
+searches it.
 """
 
 from __future__ import annotations
@@ -335,11 +336,8 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         if not run_ids:
             return
         with transaction.atomic(using=self.using):
-            doomed = [
-                (thread_id, checkpoint_ns, checkpoint_id)
-                for thread_id, checkpoint_ns, checkpoint_id in self._checkpoints()
-                .filter(run_id__in=run_ids)
-                .values_list("thread_id", "checkpoint_ns", "checkpoint_id")
+            doomed: Sequence[CheckpointKey] = [
+                *self._checkpoints().filter(run_id__in=run_ids).values_list(*CHECKPOINT_KEY)
             ]
             if not doomed:
                 return
