@@ -35,10 +35,10 @@ EXPECTED_PASSES = {
 }
 
 
-def run_conformance(saver_factory: type[DjangoSaver] = DjangoSaver) -> CapabilityReport:
+def run_conformance() -> CapabilityReport:
     @checkpointer_test(name="DjangoSaver")
     async def django_saver() -> AsyncIterator[DjangoSaver]:
-        yield saver_factory()
+        yield DjangoSaver()  # a fresh saver for each capability's suite
 
     report: CapabilityReport = async_to_sync(validate)(django_saver)
     report.print_report()
