@@ -11,8 +11,10 @@ measured both at 1,000,000 pauses):
   rows to count. ``COUNT(*)`` reads them all (about 80 ms); the planner's
   estimate is a plan, no scan.
 
-This is the app's only raw SQL. ``tests/test_admin.py`` proves on PostgreSQL
-that each read returns what the portable path returns.
+Besides these, only the LangGraph checkpoint saver's per-step statements are
+written as SQL (``checkpoint.py`` says why); there they are the one path, on
+every database. ``tests/test_admin.py`` proves on PostgreSQL that each read
+here returns what the portable path returns.
 """
 
 from __future__ import annotations

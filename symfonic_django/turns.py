@@ -129,7 +129,8 @@ async def request_pause(
     Call it inside an agent turn. ``binding`` is a zero-argument callable
     returning a ``PauseBinding`` (default: ``current_run_binding()``); it is
     invoked here, while the turn runs. Re-running a step with the same
-    ``idempotency_key`` returns the same pause (answered or not).
+    ``idempotency_key`` returns the same pause (answered or not); a turn that
+    gets back a pause of its own run ends paused on it, as when it asked first.
     """
     turn = current_turn()
     turn.check_held()
@@ -141,8 +142,11 @@ async def request_pause(
         run=turn.run, binding=bound, kind=kind, prompt=prompt, answer_schema=answer_schema,
         ttl=ttl, idempotency_key=idempotency_key)
     pause.token = pauses.token_for(pause)  # type: ignore[attr-defined]
-    if created:
+    if pause.run_id == turn.run.pk and str(pause.pk) not in turn.requested:
+        # Its own pause, new or asked again (a retried turn re-running its step): the
+        # turn ends paused on it, and settling it then sees whether it was answered.
         turn.requested.append(str(pause.pk))
+    if created:
         await turn.emit(ev.PauseRequested(
             pause_id=str(pause.pk), kind=pause.kind, prompt=pause.prompt,
             expires_at=pause.expires_at.isoformat().replace("+00:00", "Z")))
@@ -187,18 +191,18 @@ def fenced() -> Iterator[Fence]:
     if not runs.still_held(turn.run.pk, turn.epoch):  # fail fast, before any effect
         raise LeaseLost(f"run {turn.run_id} is no longer held by claim {turn.epoch}")
     fence = Fence(turn)
-    seq = turn.seq
     with transaction.atomic():
         runs.bound_fenced_transaction()
         yield fence
         # The lease check comes before the events: a reaped run refuses with LeaseLost
         # here, rather than with a clash of its turn.failed's seq with ours.
         runs.hold_lease(turn.run.pk, turn.epoch)
+        # Numbered as they are stored, from the turn's own counter: the turn may stream
+        # other events while the effect runs (a LangGraph tool runs beside the stream).
         for event in fence.events:
-            seq += 1
-            ev.append(turn.run.pk, seq, event)
-            transaction.on_commit(partial(ev.ring, turn.run.pk, seq))
-    turn.seq = seq  # the turn's next event follows the ones stored with the effect
+            turn.seq += 1
+            ev.append(turn.run.pk, turn.seq, event)
+            transaction.on_commit(partial(ev.ring, turn.run.pk, turn.seq))
 
 
 async def afenced(effect: Callable[..., T], /, *args: Any,

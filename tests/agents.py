@@ -64,6 +64,16 @@ class BoomAgent(EchoAgent):
         raise RuntimeError("boom")
 
 
+class AsksThenFailsOnceAgent(EchoAgent):
+    """Asks as the echo agent does, then fails its first attempt after the pause is stored."""
+
+    async def start_typed(self, context: Any, input: Any):
+        async for event in super().start_typed(context, input):
+            yield event
+        if context.run.attempts == 1:
+            raise RuntimeError("the worker's host went away after asking")
+
+
 class SlowAgent(EchoAgent):
     """Streams slowly so a test can kill its worker mid-turn."""
 
@@ -180,6 +190,8 @@ def question_agent(scope: Any) -> QuestionAgent: return QuestionAgent()
 def siblings_agent(scope: Any) -> SiblingsAgent: return SiblingsAgent()
 def boom_agent(scope: Any) -> BoomAgent: return BoomAgent()
 def slow_agent(scope: Any) -> SlowAgent: return SlowAgent()
+def asks_then_fails_once_agent(scope: Any) -> AsksThenFailsOnceAgent:
+    return AsksThenFailsOnceAgent()
 def forged_binding_agent(scope: Any) -> ForgedBindingAgent: return ForgedBindingAgent()
 def noop_agent(scope: Any) -> NoopAgent: return NoopAgent()
 def fenced_agent(scope: Any) -> FencedAgent: return FencedAgent()

@@ -21,6 +21,7 @@ SYMFONIC = {
         "siblings": "tests.agents.siblings_agent",
         "boom": "tests.agents.boom_agent",
         "slow": "tests.agents.slow_agent",
+        "asks_then_fails_once": "tests.agents.asks_then_fails_once_agent",
         "forged": "tests.agents.forged_binding_agent",
         "noop": "tests.agents.noop_agent",
         "fenced": "tests.agents.fenced_agent",

@@ -198,6 +198,23 @@ def test_a_pause_that_died_fails_its_run_and_the_run_can_be_retried(tenants):
     assert retry(run.pk).status == RunStatus.QUEUED
 
 
+def test_a_retried_turn_that_gets_its_own_pause_back_ends_paused_on_it(tenants):
+    run = start_run("asks_then_fails_once", {}, scope="acme", dispatch=False)
+    assert execute_run(run.pk) == RunStatus.FAILED
+    (pause,) = run.pauses.all()
+    assert pause.status == "pending"
+    retry(run.pk)
+    # The step runs again and request_pause returns the same pause: the turn waits on it.
+    assert execute_run(run.pk) == RunStatus.PAUSED
+    assert run.pauses.count() == 1
+    assert TurnEvent.objects.filter(run=run, type="turn.paused").get().data == {
+        "pause_ids": [str(pause.pk)]}
+    pauses.approve(pause.pk, via="api")
+    (continuation,) = Run.objects.filter(parent=run)
+    assert execute_run(continuation.pk) == RunStatus.COMPLETED
+    assert seqs_are_contiguous(run)
+
+
 # --- lost messages -------------------------------------------------------------------------------
 
 def sent_task_names() -> list[str]:

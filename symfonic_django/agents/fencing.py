@@ -12,11 +12,11 @@ once per root run and ``tool_call_id``::
         Refund.objects.create(order_id=order_id, amount=amount)
         return {"order_id": order_id, "refunded": amount}
 
-- The first call runs the function inside the run's fence: one transaction
-  that commits the function's database writes and the tool's ``ToolResult``
-  row together, only while this worker still holds the run's lease (the check
-  is ``runs.hold_lease``, right before the commit). A worker that lost its
-  lease commits nothing: ``LeaseLost``.
+- The first call runs the function inside the run's fence (``turns.fenced()``):
+  one transaction that commits the function's database writes and the tool's
+  ``ToolResult`` row together, only while this worker still holds the run's
+  lease (checked right before the commit). A worker that lost its lease
+  commits nothing: ``LeaseLost``.
 - Any later call with the same ``tool_call_id`` in the same root run (the node
   re-executed, the continuation retried) returns the recorded result without
   calling the function. The result must be JSON; the tool returns it as stored,
@@ -41,21 +41,18 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any, overload
 
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import transaction
 from django.utils import timezone
 from langchain_core.tools import InjectedToolCallId, StructuredTool
 from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 
-from .. import runs
 from ..exceptions import InteractionConfigurationError
 from ..models import ToolResult
-from ..turns import TurnContext, current_turn
+from ..turns import TurnContext, current_turn, fenced
 
 __all__ = ["fenced_tool"]
 
@@ -145,7 +142,7 @@ def record_once(name: str, tool_call_id: str, call: Callable[[], Any]) -> Any:
         _consume_answers(recorded)
         return recorded.result
     try:
-        with _fence(turn):
+        with fenced():
             result = _as_json(call(), name)
             ToolResult.objects.update_or_create(
                 root_run_id=_root(turn), tool_call_id=tool_call_id,
@@ -175,32 +172,13 @@ def _consume_answers(recorded: ToolResult) -> None:
 
 def _record_asked(turn: TurnContext, name: str, tool_call_id: str, asked: GraphInterrupt) -> None:
     ids = [getattr(item, "id", "") for item in (asked.args[0] if asked.args else ())]
-    with _fence(turn):
+    with fenced():
         record, _ = ToolResult.objects.select_for_update().get_or_create(
             root_run_id=_root(turn), tool_call_id=tool_call_id, defaults={"name": name})
         new = [i for i in ids if i and i not in record.interrupt_ids]
         if new:
             record.interrupt_ids = [*record.interrupt_ids, *new]
             record.save(update_fields=["interrupt_ids"])
-
-
-@contextmanager
-def _fence(turn: TurnContext) -> Iterator[None]:
-    """The run's fence, without events: commit only while this worker holds the lease.
-
-    ``turns.fenced()`` is the same fence for agent code, storing events with
-    the effect. A tool records no event (the adapter streams ``tool.completed``
-    from the graph), and it runs while the turn goes on streaming: ``fenced()``
-    sets the turn's event counter back to where it found it, over events
-    streamed meanwhile, so the next one would take a ``seq`` already stored.
-    """
-    turn.check_held()
-    if not runs.still_held(turn.run.pk, turn.epoch):  # fail fast, before any effect
-        raise runs.LeaseLost(f"run {turn.run_id} is no longer held by claim {turn.epoch}")
-    with transaction.atomic():
-        runs.bound_fenced_transaction()
-        yield
-        runs.hold_lease(turn.run.pk, turn.epoch)
 
 
 def _as_json(value: Any, name: str) -> Any:

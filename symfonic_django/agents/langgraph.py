@@ -444,10 +444,6 @@ class LangGraphAgent:
                 raise InteractionConfigurationError(
                     f"interrupt {interrupt.id} was asked before, as pause {pause.pk} of run "
                     f"{pause.run_id}, and the graph is waiting for it again")
-            if str(pause.pk) not in turn.requested:
-                # This turn ran before and made the pause then (a retried run): it still
-                # ends paused on it.
-                turn.requested.append(str(pause.pk))
 
     # -- continuing --
 
