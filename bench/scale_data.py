@@ -647,7 +647,8 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
     from symfonic_django import runs
     from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
 
-    batch = max(20, pauses // 500)  # 2,000 due pauses at 1M
+    # 1,000 due pauses at 1M; at 10k, ten (the sweeps must not run out of paused runs).
+    batch = max(10, pauses // 1000)
     lapsed = 5
 
     def make_due() -> None:
@@ -656,6 +657,15 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
                                         expires_at__gt=timezone.now())
                    .values_list("pk", flat=True)[:batch])
         Pause.objects.filter(pk__in=due).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    def make_turns_due() -> None:
+        # Every pending pause of batch/5 paused runs, as one turn's pauses are all asked
+        # with the same time to live: they expire together and none is left to cancel.
+        runs_due = list(Pause.objects.filter(status="pending", idempotency_key="refund-0",
+                                             expires_at__gt=timezone.now())
+                        .values_list("run_id", flat=True)[:max(1, batch // PAUSES_PER_RUN)])
+        Pause.objects.filter(run_id__in=runs_due, status="pending").update(
+            expires_at=timezone.now() - timedelta(seconds=1))
 
     def sweep() -> int:
         expired = 0
@@ -702,8 +712,10 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
     events = "/api/symfonic/runs/{}/events/?after={}"
 
     paths = [
-        HotPath("expiry sweep, pauses/500 due (per pause)", EXPIRY, sweep, make_due,
-                f"{batch:,} due"),
+        HotPath("expiry sweep, whole turns due, pauses/1000 (per pause)", EXPIRY, sweep,
+                make_turns_due, f"{max(1, batch // PAUSES_PER_RUN):,} turns of {PAUSES_PER_RUN}"),
+        HotPath("expiry sweep, pauses/1000 due, each with 4 pending siblings (per pause)",
+                EXPIRY, sweep, make_due, f"{batch:,} due, {4 * batch:,} siblings cancelled"),
         HotPath("expiry sweep, none due", FAST, pause_machine.expire_due),
         HotPath(f"reaper, {lapsed} lapsed", FAST, runs.reap_stale_runs, make_lapsed),
         HotPath("reaper, none lapsed", FAST, runs.reap_stale_runs),
