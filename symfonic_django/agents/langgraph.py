@@ -28,6 +28,11 @@ continuation knows which answer goes to which interrupt. The prompt:
   answer back to its ``HumanResponse``;
 - anything else is a question, with the ``response_schema`` as its answer schema.
 
+An approval's action whose review config carries no ``args_schema`` takes the
+agent's ``args_schemas[action name]``, if given: ``HumanInTheLoopMiddleware``
+sends none in a batched request, and without one a reviewer's edit is held to
+nothing (with one, an edit outside it is refused when given, as is a proposal).
+
 **The continuation** runs once every pause of the paused turn is resolved. It
 resumes with ``Command(resume={interrupt_id: answer, ...})`` under strict
 resume, after checking the answers against the thread's pending interrupts,
@@ -48,7 +53,7 @@ A turn that completes ends with the last message's text as its output.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
@@ -109,19 +114,35 @@ class PauseRequest:
     shape: str = "question"
 
 
-def pause_request(interrupt: Interrupt) -> PauseRequest:
-    """The pause an interrupt becomes (module docstring, "The prompt")."""
+def pause_request(interrupt: Interrupt,
+                  args_schemas: Mapping[str, dict[str, Any]] | None = None) -> PauseRequest:
+    """The pause an interrupt becomes (module docstring, "The prompt").
+
+    ``args_schemas`` (by action name) fills in the ``args_schema`` of an
+    approval's review config that has none.
+    """
     value = interrupt.value
     if isinstance(value, dict) and "action_requests" in value:
-        return PauseRequest(PauseKind.APPROVAL, hitl.normalize_prompt(value), shape="hitl")
-    if isinstance(value, dict) and value.get("type") == "tool_approval":
-        return PauseRequest(PauseKind.APPROVAL, _tool_approval_prompt(
-            value, interrupt.response_schema), shape="tool_approval")
-    if _is_agent_inbox(value):
-        return PauseRequest(PauseKind.APPROVAL, hitl.normalize_prompt(value),
-                            shape="agent_inbox")
-    schema = interrupt.response_schema if isinstance(interrupt.response_schema, dict) else None
-    return PauseRequest(PauseKind.QUESTION, _jsonable(value), answer_schema=schema)
+        prompt, shape = hitl.normalize_prompt(value), "hitl"
+    elif isinstance(value, dict) and value.get("type") == "tool_approval":
+        prompt, shape = _tool_approval_prompt(value, interrupt.response_schema), "tool_approval"
+    elif _is_agent_inbox(value):
+        prompt, shape = hitl.normalize_prompt(value), "agent_inbox"
+    else:
+        schema = interrupt.response_schema if isinstance(interrupt.response_schema, dict) else None
+        return PauseRequest(PauseKind.QUESTION, _jsonable(value), answer_schema=schema)
+    return PauseRequest(PauseKind.APPROVAL, _with_args_schemas(prompt, args_schemas), shape=shape)
+
+
+def _with_args_schemas(prompt: dict[str, Any],
+                       args_schemas: Mapping[str, dict[str, Any]] | None) -> dict[str, Any]:
+    """``prompt`` with ``args_schemas[action_name]`` in each review config that has no schema."""
+    if not args_schemas:
+        return prompt
+    configs = [config if "args_schema" in config or config.get("action_name") not in args_schemas
+               else {**config, "args_schema": args_schemas[config["action_name"]]}
+               for config in prompt["review_configs"]]
+    return {**prompt, "review_configs": configs}
 
 
 def _is_agent_inbox(value: Any) -> bool:
@@ -184,16 +205,18 @@ def _jsonable(value: Any) -> Any:
 
 # --- answers: pause -> resume value ------------------------------------------------------
 
-def resume_value(interrupt: Interrupt, answer: Any) -> Any:
+def resume_value(interrupt: Interrupt, answer: Any,
+                 args_schemas: Mapping[str, dict[str, Any]] | None = None) -> Any:
     """What the graph is resumed with for ``interrupt``, from its pause's ``answer``.
 
     An approval's ``HITLResponse`` is checked against the interrupt's own
-    request (number and allowed types of decisions) and raises
+    request (number and allowed types of decisions, edits against
+    ``args_schemas`` as ``pause_request`` applies them) and raises
     ``ResumeRefused`` (``decisions_mismatch``) if it does not fit. An approval
     that expired (``ON_EXPIRE="resume"``) rejects every action, or responds
     where only that is allowed; a question gets the app's timeout answer as it is.
     """
-    request = pause_request(interrupt)
+    request = pause_request(interrupt, args_schemas)
     if request.kind == PauseKind.QUESTION:
         return answer
     if answer == TIMEOUT_ANSWER:
@@ -348,14 +371,17 @@ class LangGraphAgent:
     kept there); ``input`` maps the run's input to the graph's (default: as it
     is); ``output`` maps the final state's values to the turn's output
     (default: ``last_message_text``); ``ttl`` is the pauses' lifetime in
-    seconds (default: ``TOKEN_MAX_AGE``).
+    seconds (default: ``TOKEN_MAX_AGE``); ``args_schemas`` is the argument
+    schema of each approval action, by name, where the interrupt gives none
+    (module docstring, "The prompt").
     """
 
     def __init__(self, graph: Pregel[Any, Any, Any, Any], *,
                  checkpointer: BaseCheckpointSaver[Any] | None = None,
                  input: Callable[[Any], Any] | None = None,
                  output: Callable[[Any], Any] | None = None,
-                 ttl: float | None = None) -> None:
+                 ttl: float | None = None,
+                 args_schemas: Mapping[str, dict[str, Any]] | None = None) -> None:
         if checkpointer is not None:
             graph = graph.copy(update={"checkpointer": checkpointer})
         if not isinstance(graph.checkpointer, BaseCheckpointSaver):
@@ -367,6 +393,7 @@ class LangGraphAgent:
         self.input = input or (lambda value: value)
         self.output = output or last_message_text
         self.ttl = ttl
+        self.args_schemas = dict(args_schemas or {})
 
     # -- the protocol --
 
@@ -436,7 +463,7 @@ class LangGraphAgent:
                           thread_id=state.config["configurable"]["thread_id"],
                           checkpoint_id=state.config["configurable"].get("checkpoint_id"))
         for interrupt in state.interrupts:
-            request = pause_request(interrupt)
+            request = pause_request(interrupt, self.args_schemas)
             pause = await request_pause(
                 kind=request.kind, prompt=request.prompt, answer_schema=request.answer_schema,
                 ttl=self.ttl, idempotency_key=interrupt.id, binding=binding)
@@ -468,7 +495,7 @@ class LangGraphAgent:
                 raise ResumeRefused(
                     f"Pause {pause_id} answers no interrupt this graph's thread ever asked "
                     f"({interrupt_id or 'no interrupt id'}).", reason="unknown_interrupt")
-            resume[interrupt_id] = resume_value(interrupt, answer)
+            resume[interrupt_id] = resume_value(interrupt, answer, self.args_schemas)
         if not resume:
             raise ResumeRefused("The continuation carries no answer.", reason="unknown_interrupt")
         return resume
@@ -508,23 +535,27 @@ class LangGraphAgentFactory:
                  checkpointer: BaseCheckpointSaver[Any] | None = None,
                  input: Callable[[Any], Any] | None = None,
                  output: Callable[[Any], Any] | None = None, ttl: float | None = None,
-                 input_schema: dict[str, Any] | None = None) -> None:
+                 input_schema: dict[str, Any] | None = None,
+                 args_schemas: Mapping[str, dict[str, Any]] | None = None) -> None:
         self.graph = graph
         self.checkpointer = checkpointer
         self.input, self.output, self.ttl = input, output, ttl
         self.input_schema = input_schema
+        self.args_schemas = args_schemas
 
     def __call__(self, scope: Any) -> LangGraphAgent:
         graph = self.graph if isinstance(self.graph, Pregel) else self.graph(scope)
         return LangGraphAgent(graph, checkpointer=self.checkpointer, input=self.input,
-                              output=self.output, ttl=self.ttl)
+                              output=self.output, ttl=self.ttl, args_schemas=self.args_schemas)
 
 
 def langgraph_agent(graph: Pregel[Any, Any, Any, Any] | Callable[[Any], Any], *,
                     checkpointer: BaseCheckpointSaver[Any] | None = None,
                     input: Callable[[Any], Any] | None = None,
                     output: Callable[[Any], Any] | None = None, ttl: float | None = None,
-                    input_schema: dict[str, Any] | None = None) -> LangGraphAgentFactory:
+                    input_schema: dict[str, Any] | None = None,
+                    args_schemas: Mapping[str, dict[str, Any]] | None = None,
+                    ) -> LangGraphAgentFactory:
     """Register a graph (or a factory ``scope -> graph``) as an agent; see ``LangGraphAgent``."""
     return LangGraphAgentFactory(graph, checkpointer=checkpointer, input=input, output=output,
-                                 ttl=ttl, input_schema=input_schema)
+                                 ttl=ttl, input_schema=input_schema, args_schemas=args_schemas)
