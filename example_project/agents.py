@@ -41,34 +41,43 @@ REFUND_ARGS_SCHEMA = {
     "additionalProperties": False,
 }
 
+#: What a reviewer may do with a proposed refund (``refund_graph``'s too).
+REFUND_DECISIONS = ["approve", "edit", "reject", "respond"]
+
 CENT = Decimal("0.01")
+
+
+def describe_refund(args: dict[str, Any]) -> str:
+    """What a reviewer reads about a proposed refund (``refund_graph``'s too)."""
+    return f"Refund {args.get('amount')} on order {args.get('order_id')}"
 
 
 def refund_prompt(args: dict[str, Any]) -> dict[str, Any]:
     """The approval the agent asks for: one ``refund`` action held to its schema."""
     return {
-        "action_requests": [{
-            "name": "refund", "args": args,
-            "description": f"Refund {args.get('amount')} on order {args.get('order_id')}",
-        }],
+        "action_requests": [{"name": "refund", "args": args, "description": describe_refund(args)}],
         "review_configs": [{
             "action_name": "refund",
-            "allowed_decisions": ["approve", "edit", "reject", "respond"],
+            "allowed_decisions": REFUND_DECISIONS,
             "args_schema": REFUND_ARGS_SCHEMA,
         }],
     }
 
 
 def record_refund(order_id: str, amount: Any, run_id: str) -> dict[str, Any]:
-    """Store the approved refund exactly as approved; the result says what the row holds."""
+    """Store the approved refund exactly as approved; the result says what the row holds.
+
+    One row per run and order id: recording the same order again in the same run
+    (the effect run again) returns the row already there.
+    """
     from example_project.shop.models import Refund
 
     refund = Refund(order_id=order_id, amount=Decimal(str(amount)), run_id=run_id)
     # The schema refused such values before anyone approved them. Should one get here
     # anyway, the row's own validators refuse it rather than the database rounding it.
     refund.clean_fields()
-    refund, _ = Refund.objects.get_or_create(run_id=run_id, defaults={
-        "order_id": refund.order_id, "amount": refund.amount.quantize(CENT)})
+    refund, _ = Refund.objects.get_or_create(run_id=run_id, order_id=refund.order_id, defaults={
+        "amount": refund.amount.quantize(CENT)})
     return {"refund_id": refund.pk, "order_id": refund.order_id, "amount": str(refund.amount)}
 
 

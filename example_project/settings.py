@@ -6,6 +6,7 @@ on the in-memory transport. With them set it is a real deployment.
 """
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 import dj_database_url
@@ -166,8 +167,14 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+AGENTS = {"refund": "example_project.agents.refund_agent"}
+# The LangGraph refund agent needs the [langgraph] extra; without it the example runs the
+# plain agent alone.
+if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_core")):
+    AGENTS["refund_graph"] = "example_project.graph_agent.refund_graph"
+
 SYMFONIC = {
-    "AGENTS": {"refund": "example_project.agents.refund_agent"},
+    "AGENTS": AGENTS,
     "SCOPE_KEY": "example_project.shop.scopes.tenant_key",
     "SCOPE_LOADER": "example_project.shop.scopes.load_tenant",
     "REVIEWER_SCOPES": "example_project.shop.scopes.reviewer_scopes",

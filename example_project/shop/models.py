@@ -31,12 +31,23 @@ class Membership(models.Model):
 
 
 class Refund(models.Model):
-    """The refund agent's side effect. One per run: counting rows shows it happened once."""
+    """The refund agents' side effect: one per run and order id, so counting rows shows
+    each approved refund happened once.
+
+    ``run_id`` is the run that records it: the plain ``refund`` agent's continuation
+    (one refund per run), or the root run of a ``refund_graph`` conversation (one per
+    order it approves; see ``example_project.graph_agent``).
+    """
 
     order_id = models.CharField(max_length=100)
     amount = models.DecimalField(max_digits=12, decimal_places=2)
-    run_id = models.UUIDField(unique=True)
+    run_id = models.UUIDField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # Also the index of run_id, its first column: the tests and the demo count by run.
+        constraints = [models.UniqueConstraint(fields=["run_id", "order_id"],
+                                               name="shop_one_refund_per_run_and_order")]
 
     def __str__(self) -> str:
         return f"refund {self.amount} on {self.order_id}"
