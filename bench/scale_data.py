@@ -253,7 +253,7 @@ EVENT_SOURCE = f"""
 """
 
 EVENT_COLUMNS = {
-    "run_id": "run_id", "seq": "seq",
+    "run_id": "run_id", "seq": "seq", "scope_key": "scope",
     "type": f"""CASE WHEN seq = 1 THEN 'turn.started'
                      WHEN seq <= {LAST_BODY_SEQ} THEN {body_type_sql('seq')}
                      WHEN seq = {LAST_BODY_SEQ + 1} THEN 'message.completed'
@@ -284,7 +284,7 @@ EVENT_COLUMNS = {
 }
 
 LONG_EVENT_COLUMNS = {
-    "run_id": "%(run_id)s::uuid", "seq": "seq",
+    "run_id": "%(run_id)s::uuid", "seq": "seq", "scope_key": "%(scope)s",
     "type": f"""CASE WHEN seq = 1 THEN 'turn.started'
                      WHEN seq = %(events)s THEN 'turn.completed'
                      WHEN seq = %(events)s - 1 THEN 'message.completed'
@@ -445,7 +445,7 @@ def load(connection: Any, pauses: int, *, people: People, loaded: int = 0,
             started_at=started, finished_at=now)
         events += insert_select(connection, TurnEvent, LONG_EVENT_COLUMNS, LONG_EVENT_SOURCE,
                                 {"run_id": str(long_id), "events": long_events, "now": now,
-                                 "order_id": "ACME-LONG"})
+                                 "order_id": "ACME-LONG", "scope": BIG_SCOPE})
     with connection.cursor() as cursor:
         # The tables as autovacuum leaves them after a bulk load (it vacuums insert-only
         # tables since PostgreSQL 13): statistics, and the visibility map that index-only

@@ -35,7 +35,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from . import hitl, pauses, pg, runs
+from . import hitl, notifications, pauses, pg, runs
 from .conf import settings
 from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
@@ -44,6 +44,7 @@ from .hitl import review_config
 from .models import (
     AnsweredVia,
     Decision,
+    NotificationDelivery,
     Pause,
     PauseKind,
     PauseStatus,
@@ -174,18 +175,14 @@ class ScopeFilter(admin.SimpleListFilter):
 
     def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
         self.scope_field = model_admin.scope_field
-        # The model whose own scope_key column the rows are filtered on (a run's, for events).
-        *path, _ = self.scope_field.split("__")
         self.scope_model = model
-        for name in path:
-            self.scope_model = self.scope_model._meta.get_field(name).related_model
         super().__init__(request, params, model, model_admin)
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         keys = visible_scopes(request)
         if keys == ALL_SCOPES:
-            # Every scope in use, from the indexed column the filter applies to; never
-            # by scanning the much larger event or audit tables.
+            # Every scope in use, hopping through the index of the column the filter
+            # applies to (pg.distinct_values) rather than reading the table.
             keys = scopes_in_use(self.scope_model)
         return [(k, k) for k in sorted(keys)]
 
@@ -751,7 +748,7 @@ def _answered_message(resolution: pauses.Resolution) -> str:
 
 @admin.register(TurnEvent)
 class TurnEventAdmin(ScopedReadOnlyAdmin):
-    scope_field = "run__scope_key"
+    scope_field = "scope_key"  # the run's, copied onto the event
     list_display = ("run_short", "seq", "type", "summary", "created_at")
     list_filter = (EventTypeFilter, ScopeFilter)
     # Newest first by the primary key's index (the model's own order, by run, sorts
@@ -811,3 +808,107 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
     @admin.display(description="answer")
     def answer_json(self, obj: Decision) -> str:
         return _json_block(obj.answer)
+
+
+# --- notifications ---------------------------------------------------------------------
+
+#: Operators with it may deliver a notification again.
+REDELIVER_PERMISSION = "symfonic_django.redeliver_notification"
+#: The badge each delivery status borrows from the runs' and pauses' statuses.
+DELIVERY_BADGES = {"pending": "pending", "delivered": "completed", "failed": "failed"}
+
+
+class NotificationEventFilter(FixedChoicesFilter):
+    title = "event"
+    field = "event_type"
+    parameter_name = "event_type__exact"
+
+    def values(self) -> list[str]:
+        return list(notifications.EVENT_TYPES)
+
+
+@admin.register(NotificationDelivery)
+class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
+    """Each email and webhook, its attempts, and a redeliver action (audited)."""
+
+    list_display = ("created_at", "event_type", "channel", "target", "status_badge",
+                    "attempts", "next_attempt_at", "error_summary")
+    list_filter = ("status", "channel", NotificationEventFilter, ScopeFilter)
+    search_fields = ("target",)  # searched by search() below
+    ordering = ("-created_at",)
+    fields = ("id", "event_type", "channel", "target", "status_badge", "scope_key", "attempts",
+              "max_attempts", "next_attempt_at", "delivered_at", "last_error", "run_link",
+              "pause_link", "payload_json", "attempts_table", "redeliveries_table",
+              "created_at")
+    readonly_fields = ("status_badge", "run_link", "pause_link", "payload_json",
+                       "attempts_table", "redeliveries_table")
+    actions = ["redeliver_selected"]
+
+    def has_redeliver_permission(self, request: HttpRequest) -> bool:
+        """The ``symfonic_django.redeliver_notification`` permission (scope: the queryset)."""
+        return request.user.has_perm(REDELIVER_PERMISSION)
+
+    @admin.action(permissions=["redeliver"], description="Redeliver selected notifications")
+    def redeliver_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        """Each delivered or failed notification is attempted once more; pending ones are
+        listed as refused."""
+        done, refused = 0, []
+        for delivery in queryset.order_by("created_at"):
+            try:
+                notifications.redeliver(delivery.pk, actor=request.user, via=AnsweredVia.ADMIN)
+            except SymfonicError as exc:
+                refused.append((str(delivery), exc.detail))
+            else:
+                done += 1
+        report_bulk(request, "notification", "redelivered", done, refused)
+
+    def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+               ) -> tuple[QuerySet[Any], bool]:
+        """A target exactly (an address, an endpoint's name), or a pasted delivery, run or
+        pause id: each indexed or exact, never a scan of every delivery's text."""
+        term = search_term.strip()
+        found = queryset.filter(target=term) if term else queryset
+        return _with_uuid_search(found, queryset, term, ("pk", "run_id", "pause_id")), False
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: NotificationDelivery) -> str:
+        return _status_badge(DELIVERY_BADGES.get(obj.status, obj.status),
+                             obj.get_status_display())
+
+    @admin.display(description="last error")
+    def error_summary(self, obj: NotificationDelivery) -> str:
+        return Truncator(obj.last_error).chars(SUMMARY_CHARS) if obj.last_error else "—"
+
+    @admin.display(description="run")
+    def run_link(self, obj: NotificationDelivery) -> str:
+        return _admin_link(obj.run)
+
+    @admin.display(description="pause")
+    def pause_link(self, obj: NotificationDelivery) -> str:
+        return _admin_link(obj.pause)
+
+    @admin.display(description="payload")
+    def payload_json(self, obj: NotificationDelivery) -> str:
+        return _json_block(obj.payload)
+
+    @admin.display(description="attempts made")
+    def attempts_table(self, obj: NotificationDelivery) -> str:
+        rows = [(a.number, a.started_at, a.finished_at or "no outcome (its worker stopped)",
+                 "ok" if a.ok else "failed", a.response_status or "—", a.error or "—")
+                for a in obj.attempt_rows.order_by("number")]
+        if not rows:
+            return "—"
+        return format_html(
+            "<table><thead><tr><th>#</th><th>started</th><th>finished</th><th>outcome</th>"
+            "<th>HTTP</th><th>error</th></tr></thead><tbody>{}</tbody></table>",
+            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                                 "<td>{}</td></tr>", rows))
+
+    @admin.display(description="redelivered by")
+    def redeliveries_table(self, obj: NotificationDelivery) -> str:
+        rows = [(r.actor_label, r.created_at, r.get_previous_status_display(),
+                 r.attempts_before) for r in obj.redeliveries.order_by("created_at")]
+        if not rows:
+            return "—"
+        return format_html_join(
+            "", "<p>{} on {} (it was {} after {} attempts)</p>", rows)

@@ -19,7 +19,7 @@ from channels.layers import get_channel_layer
 from django.db.models import Max
 from django.utils import timezone
 
-from .models import TurnEvent
+from .models import Run, TurnEvent
 
 log = logging.getLogger(__name__)
 
@@ -138,10 +138,11 @@ def rows_after(run_id: Any, after: int, limit: int) -> list[TurnEvent]:
                 .order_by("seq")[:limit])
 
 
-def append(run_id: Any, seq: int, event: Event) -> TurnEvent:
-    """Store one event as ``seq``. ``(run, seq)`` is unique: a second writer fails loudly."""
-    return TurnEvent.objects.create(run_id=run_id, seq=seq, type=event.type, data=event.data(),
-                                    created_at=timezone.now())
+def append(run: Run, seq: int, event: Event) -> TurnEvent:
+    """Store one event of ``run`` as ``seq``. ``(run, seq)`` is unique: a second writer
+    fails loudly."""
+    return TurnEvent.objects.create(run_id=run.pk, seq=seq, type=event.type, data=event.data(),
+                                    scope_key=run.scope_key, created_at=timezone.now())
 
 
 async def aring(run_id: Any, seq: int, message: dict[str, Any] | None = None) -> None:

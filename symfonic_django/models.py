@@ -224,6 +224,10 @@ class TurnEvent(models.Model):
     type = models.CharField(max_length=40)
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
+    #: The run's, copied when the event is stored (a run never changes scope), so a
+    #: reviewer's event list reads its scope's range of an index instead of walking
+    #: every tenant's events newest first and looking up each one's run.
+    scope_key = models.CharField(max_length=200, default="", editable=False)
 
     class Meta:
         ordering = ["run", "seq"]
@@ -233,6 +237,10 @@ class TurnEvent(models.Model):
         indexes = [
             # The event list filtered by type, newest first, and its count.
             models.Index(fields=["type", "-id"], name="symfonic_event_type_idx"),
+            # A reviewer's event list, unfiltered and filtered by type.
+            models.Index(fields=["scope_key", "-id"], name="symfonic_event_scope_idx"),
+            models.Index(fields=["scope_key", "type", "-id"],
+                         name="symfonic_event_scopetype_idx"),
         ]
 
     def __str__(self) -> str:
@@ -431,3 +439,106 @@ class ToolResult(models.Model):
     @property
     def is_completed(self) -> bool:
         return self.completed_at is not None
+
+
+# --- notifications (notifications.py) ------------------------------------------------------
+
+class DeliveryChannel(models.TextChoices):
+    EMAIL = "email", "Email"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+
+
+class NotificationDelivery(models.Model):
+    """One notification to one target (an email address, a webhook endpoint), and its fate.
+
+    ``payload`` is what was announced, as the webhook's body (``{"type",
+    "timestamp", "data"}``); it never holds a pause token: one is minted at
+    each attempt when a setting asks for it. ``id`` is the webhook's
+    ``webhook-id``, the same on every attempt, so a receiver can drop repeats.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    channel = models.CharField(max_length=16, choices=DeliveryChannel.choices)
+    #: An email address, or the ``NAME`` of a webhook endpoint (its URL and secret stay
+    #: in settings: a URL may carry a credential of its own).
+    target = models.CharField(max_length=254)
+    event_type = models.CharField(max_length=40)
+    payload = models.JSONField()
+    #: The scope of the pause or run it is about: reviewers see their scopes' deliveries.
+    scope_key = models.CharField(max_length=200)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="+", null=True,
+                              blank=True)
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices,
+                              default=DeliveryStatus.PENDING)
+    #: Attempts started so far, and the number after which a failure is final.
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField()
+    last_error = models.TextField(blank=True, default="")
+    #: When a pending delivery is next due (while an attempt runs: when it counts as lost).
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "notification deliveries"
+        permissions = [("redeliver_notification", "Can redeliver notifications")]
+        indexes = [
+            # The delivery list, newest first, and one scope's.
+            models.Index(fields=["-created_at"], name="symfonic_delivery_recent_idx"),
+            models.Index(fields=["scope_key", "-created_at"], name="symfonic_delivery_scope_idx"),
+            models.Index(fields=["status", "-created_at"], name="symfonic_delivery_status_idx"),
+            # The sweep that sends again what a lost message left due.
+            models.Index(fields=["next_attempt_at"], name="symfonic_delivery_due_idx",
+                         condition=Q(status="pending")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} to {self.target} ({self.status})"
+
+
+class DeliveryAttempt(models.Model):
+    """One attempt of a delivery: written when it starts, completed with its outcome.
+
+    An attempt whose worker stopped mid-way keeps ``finished_at`` null.
+    """
+
+    delivery = models.ForeignKey(NotificationDelivery, on_delete=models.CASCADE,
+                                 related_name="attempt_rows", db_index=False)
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    ok = models.BooleanField(default=False)
+    #: The webhook receiver's HTTP status, when it answered.
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "number"],
+                                    name="symfonic_delivery_attempt_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of {self.delivery_id}"
+
+
+class Redelivery(AuditRecord):
+    """Append-only audit: someone asked for a delivery to be attempted again."""
+
+    delivery = models.ForeignKey(NotificationDelivery, on_delete=models.CASCADE,
+                                 related_name="redeliveries")
+    #: The delivery's status and attempts when it was asked.
+    previous_status = models.CharField(max_length=16, choices=DeliveryStatus.choices)
+    attempts_before = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.actor_label or 'system'} redelivered {self.delivery_id}"

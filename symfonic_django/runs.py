@@ -224,7 +224,7 @@ def claim(run_id: Any, worker: str) -> Run | None:
         # none; a retried run continues its stream after the turn.failed it ended with.
         seq = ev.next_seq(run.pk) if run.epoch > 1 else 1
         run.started_event = ev.append(  # type: ignore[attr-defined]
-            run.pk, seq, ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed))
+            run, seq, ev.TurnStarted(agent=run.agent, resumed_from_pause=resumed))
         signals.send_on_commit(signals.run_claimed, Run, run=run, worker=worker,
                                epoch=run.epoch)
     return run
@@ -302,7 +302,7 @@ def end(run: Run, epoch: int, seq: int, event: ev.Event, *, now: datetime | None
     with transaction.atomic(savepoint=False):
         moved = _move([run.pk], edge, now=now, guard=Q(epoch=epoch), **changes)
         if moved:
-            ev.append(run.pk, seq, event)
+            ev.append(run, seq, event)
     if not moved:
         raise LeaseLost(f"run {run.pk} is no longer held by claim {epoch}")
     run.status = EDGES[edge].target
@@ -354,7 +354,7 @@ def _reap(run_id: Any, now: datetime) -> bool:
         if not _move([run.pk], "reap", now=now, finished_at=now, lease_until=None, error=error):
             return False
         seq = ev.next_seq(run.pk)
-        ev.append(run.pk, seq, ev.TurnFailed(code="lease_expired", message=message))
+        ev.append(run, seq, ev.TurnFailed(code="lease_expired", message=message))
         transaction.on_commit(partial(ev.ring, run.pk, seq))
         run.status, run.error, run.finished_at, run.lease_until = FAILED, error, now, None
         run.updated_at = now

@@ -96,7 +96,7 @@ class TurnContext:
         """Store then announce one non-terminal event; returns the stored row."""
         self.check_held()
         self.seq += 1
-        row = await sync_to_async(ev.append)(self.run.pk, self.seq, event)
+        row = await sync_to_async(ev.append)(self.run, self.seq, event)
         # pause.requested is never rung with its data: a token may go with it, and only
         # the surface that delivers it knows whether this watcher may have one.
         message = None if event.type == ev.PauseRequested.type else ev.wire(row, self.root_run_id)
@@ -201,7 +201,7 @@ def fenced() -> Iterator[Fence]:
         # other events while the effect runs (a LangGraph tool runs beside the stream).
         for event in fence.events:
             turn.seq += 1
-            ev.append(turn.run.pk, turn.seq, event)
+            ev.append(turn.run, turn.seq, event)
             transaction.on_commit(partial(ev.ring, turn.run.pk, turn.seq))
 
 

@@ -130,6 +130,16 @@ def test_runs_events_and_decisions_of_another_scope_are_404(users):
         assert listing.context["cl"].result_count == 0, name
 
 
+def test_every_event_carries_its_runs_scope_and_a_reviewer_lists_them_by_it(users):
+    acme, globex = refund_pause("acme"), refund_pause("globex")
+    pauses.approve(acme.pk, actor=None)  # its continuation's events too, once it runs
+    stored = TurnEvent.objects.select_related("run")
+    assert stored.count() > 2 and all(e.scope_key == e.run.scope_key for e in stored)
+    response = login("alice").get(reverse("admin:symfonic_django_turnevent_changelist"))
+    shown = {e.run_id for e in response.context["cl"].result_list}
+    assert acme.run_id in shown and globex.run_id not in shown
+
+
 def test_an_unknown_or_malformed_id_is_a_404(users):
     alice = login("alice")
     assert alice.get(reverse("admin:symfonic_django_pause_change",
@@ -245,7 +255,8 @@ def rows(model: Any, n: int) -> None:
     """``n`` more rows of ``model`` in acme (each with a pause, its run, an event, a decision)."""
     for _ in range(n):
         pause = bare_pause("acme")
-        TurnEvent.objects.create(run=pause.run, seq=1, type="turn.paused", data={})
+        TurnEvent.objects.create(run=pause.run, seq=1, type="turn.paused", data={},
+                                 scope_key=pause.scope_key)
         pauses.approve(pause.pk, actor=None)
 
 

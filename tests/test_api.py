@@ -654,7 +654,7 @@ def test_a_long_run_replays_in_pages_of_1000_from_any_point(alice):
 
     run, _ = paused_run()  # 4 events, then 2,096 more: a run longer than two pages
     TurnEvent.objects.bulk_create(TurnEvent(run=run, seq=seq, type="message.delta",
-                                            data={"text": str(seq)}) for seq in range(5, 2101))
+                                            data={"text": str(seq)}, scope_key=run.scope_key) for seq in range(5, 2101))
     pages = [[e["seq"] for e in alice.get(f"{API}runs/{run.pk}/events/?after={after}")
               .json()["results"]] for after in (0, 1000, 2000, 2100, 1099)]
     assert pages[:4] == [list(range(1, 1001)), list(range(1001, 2001)),

@@ -106,9 +106,9 @@ def test_more_events_than_one_read_replay_in_order_then_close(tenants):
     _, pause = paused_run()
     cont = pauses.approve(pause.pk).continuation  # queued: no events of its own yet
     TurnEvent.objects.bulk_create([TurnEvent(run=cont, seq=i, type=MessageDelta.type,
-                                             data={"text": f"{i} "})
+                                             data={"text": f"{i} "}, scope_key=cont.scope_key)
                                    for i in range(1, BATCH + 30)])
-    append(cont.pk, BATCH + 30, TurnCompleted(output="done"))
+    append(cont, BATCH + 30, TurnCompleted(output="done"))
     events, code = watch(cont.pk, query=f"?ticket={mint_watch_ticket(str(cont.pk))}")
     assert [e["seq"] for e in events] == list(range(1, BATCH + 31)) and code == 1000
     assert events[-1]["type"] == "turn.completed"
@@ -210,11 +210,11 @@ def test_revoking_a_reviewer_closes_their_open_socket_at_the_next_event(
         comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{cont.pk}/")
         comm.scope["user"] = dave
         assert (await comm.connect())[0]
-        await sync_to_async(append)(cont.pk, 1, MessageDelta(text="seen"))
+        await sync_to_async(append)(cont, 1, MessageDelta(text="seen"))
         await aring(cont.pk, 1)
         first = await comm.receive_output(timeout=5)  # access held: the event goes out
         await sync_to_async(revoke_access)()
-        await sync_to_async(append)(cont.pk, 2, MessageDelta(text="not seen"))
+        await sync_to_async(append)(cont, 2, MessageDelta(text="not seen"))
         await aring(cont.pk, 2)
         closed = await comm.receive_output(timeout=5)
         await comm.disconnect()

@@ -41,7 +41,8 @@ def run_with_events(status: str, finished_at: datetime | None, events: int = 3) 
     run = Run.objects.create(agent="echo", scope_key="acme", status=status,
                              finished_at=finished_at)
     TurnEvent.objects.bulk_create(
-        TurnEvent(run=run, seq=seq, type="turn.delta", data={"n": seq})
+        TurnEvent(run=run, seq=seq, type="turn.delta", data={"n": seq},
+                  scope_key=run.scope_key)
         for seq in range(1, events + 1))
     return run
 

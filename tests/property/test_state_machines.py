@@ -208,9 +208,10 @@ class RunsAndPauses(RuleBasedStateMachine):
         """A real turn of the siblings agent: it pauses with three pending pauses."""
         run = runs.start_run("siblings", {"n": SIBLINGS}, scope="acme", dispatch=False)
         pk = str(run.pk)
-        # A whole turn of it once retried completes: its pauses exist already.
+        # Once retried, a whole turn of it gets its pauses back and ends paused on them
+        # (turn.started, message.delta, turn.paused): ``execute`` settles it again.
         model = RunModel(pk=pk, root=pk, status=QUEUED, epoch=0, events=0,
-                         turn=("complete", 3), path=[QUEUED])
+                         turn=("pause", 3), path=[QUEUED])
         self.runs[pk] = model
         assert execute_run(run.pk, worker="setup") == PAUSED
         self.move_run(model, "claim")
@@ -520,7 +521,7 @@ class RunsAndPauses(RuleBasedStateMachine):
                 runs.bound_fenced_transaction()
                 Refund.objects.create(order_id=marker, amount=1, run_id=uuid.uuid4())
                 runs.hold_lease(target.pk, epoch)
-                ev.append(target.pk, target.events + 1, ev.ToolCompleted(
+                ev.append(Run.objects.get(pk=target.pk), target.events + 1, ev.ToolCompleted(
                     tool_call_id=marker, name="refund", args={"epoch": epoch}))
 
         if not held:
@@ -568,6 +569,18 @@ class RunsAndPauses(RuleBasedStateMachine):
         self.move_run(target, ending)
         target.epoch += 1
         target.events += events
+        if ending == "pause":
+            self.settle_retried(target)
+
+    def settle_retried(self, run: RunModel) -> None:
+        """``pauses.settle`` of a retried turn that ended paused on the pauses it had."""
+        own = [p for p in self.pauses.values() if p.run == run.pk]
+        dead = [p for p in own if p.status == CANCELLED
+                or (p.status == EXPIRED and self.on_expire == "fail")]
+        if dead:
+            self.died(dead[0])
+        elif not any(p.status == PENDING for p in own):
+            self.settled(own[0], Run.objects.filter(parent_id=run.pk).first())
 
     # --- invariants, each against the rows as they are after the step ---------------------
 
