@@ -147,6 +147,8 @@ CELERY_BEAT_SCHEDULE = {
     "symfonic-requeue-stalled-runs": {"task": "symfonic_django.requeue_stalled_runs",
                                       "schedule": 15.0},
     "symfonic-prune": {"task": "symfonic_django.prune", "schedule": 3600.0},
+    "symfonic-send-due-notifications": {"task": "symfonic_django.send_due_notifications",
+                                        "schedule": 60.0},
 }
 
 REST_FRAMEWORK = {
@@ -184,7 +186,20 @@ SYMFONIC = {
     # tenant, instead of a query per turn; 0 loads it every time.
     "SCOPE_CACHE_SECONDS": float(os.environ.get("SYMFONIC_SCOPE_CACHE_SECONDS", "10")),
     "ON_EXPIRE": os.environ.get("SYMFONIC_ON_EXPIRE", "fail"),
+    # Reviewers of a tenant (Membership, with an email address) are emailed when a pause of
+    # it is requested, with a link to its page here; never with its token (docs/notifications.md).
+    "NOTIFY": {
+        "SITE_URL": os.environ.get("SITE_URL", "http://127.0.0.1:8000" if DEMO else ""),
+        "REVIEWER_EMAILS": "example_project.shop.scopes.reviewer_emails",
+    },
 }
+# The demo prints its emails to the console; a deployment names its SMTP server
+# (EMAIL_HOST, EMAIL_PORT, ...: Django's settings) or another backend.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
+                               if DEMO else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "reviews@example.com")
 
 AUTH_PASSWORD_VALIDATORS = []
 LANGUAGE_CODE = "en-us"

@@ -7,4 +7,6 @@ class SymfonicDjangoConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        # Importing them registers the system checks and connects the notifications'
+        # signal receivers.
+        from . import checks, notifications  # noqa: F401

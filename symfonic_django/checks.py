@@ -16,18 +16,31 @@ Stable ids, each with a hint:
   while the deployment runs several processes
 - ``symfonic_django.W008`` DRF's ``NUM_PROXIES`` unset: a client names its own address
   in ``X-Forwarded-For`` and gets a fresh ``resume/`` budget each time
+
+Notifications (``SYMFONIC["NOTIFY"]``, ``notifications.py``) have ids of their own, from 101:
+
+- ``symfonic_django.E101`` a ``NOTIFY`` value of the wrong type, out of range, or unknown
+- ``symfonic_django.E102`` a webhook endpoint that cannot be delivered to (URL, secret,
+  event types, a name used twice)
+- ``symfonic_django.W101`` notifications configured without ``SITE_URL``: no usable link
+- ``symfonic_django.W102`` reviewer emails configured, but the email backend drops them
+- ``symfonic_django.W103`` reviewer emails sent from Django's placeholder sender
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
 from django.core.checks import Error, Tags, Warning, register
 from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS, IMPORT_STRINGS, ON_EXPIRE_CHOICES, SETTING_NAME
+from .conf import DEFAULTS, IMPORT_STRINGS, NOTIFY_DEFAULTS, ON_EXPIRE_CHOICES, SETTING_NAME
+from .notifications import EVENT_TYPES
 
 #: Keys older hosts accepted and ignored; named so the error can say what replaced them.
 _REPLACED_BY_SCOPE_FOR_CLAIMS = (
@@ -312,3 +325,188 @@ def check_num_proxies(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
             hint="Set it to the number of proxies in front of the application server (0 when "
                  "clients connect directly).", id="symfonic_django.W008")]
     return []
+
+
+# --- notifications ---------------------------------------------------------------------
+
+#: The number-of-seconds keys of ``NOTIFY``, each above 0.
+_NOTIFY_SECONDS = ("RETRY_BACKOFF", "RETRY_BACKOFF_MAX", "TIMEOUT")
+WEBHOOK_KEYS = frozenset({"NAME", "URL", "SECRET", "EVENTS", "SCOPES", "INCLUDE_TOKEN"})
+#: Django's default sender, which many mail servers refuse.
+PLACEHOLDER_SENDER = "webmaster@localhost"
+
+
+def _is_http_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_webhook_secret(value: Any) -> bool:
+    """A Standard Webhooks secret: ``whsec_`` and base64 of 24 to 64 bytes."""
+    if not isinstance(value, str) or not value.startswith("whsec_"):
+        return False
+    try:
+        key = base64.b64decode(value.removeprefix("whsec_"), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return 24 <= len(key) <= 64
+
+
+def _notify() -> dict[str, Any] | None:
+    """``SYMFONIC["NOTIFY"]`` as given, or None when it is not a dict (E101 says so)."""
+    user = _user_settings()
+    value = user.get("NOTIFY", {}) if isinstance(user, dict) else {}
+    return value if isinstance(value, dict) else None
+
+
+def _notify_error(message: str, hint: str) -> Error:
+    return Error(f"SYMFONIC['NOTIFY']{message}", hint=hint, id="symfonic_django.E101")
+
+
+@register(Tags.compatibility)
+def check_notifications(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """Every ``NOTIFY`` value (E101, E002 for a path that does not import)."""
+    notify = _notify()
+    if notify is None:
+        return [_notify_error(" must be a dict.", "For example {'REVIEWER_EMAILS': "
+                              "'myproject.reviewers.emails_for_scope', 'SITE_URL': "
+                              "'https://review.example.com'}.")]
+    errors = []
+    for key in sorted(set(notify) - set(NOTIFY_DEFAULTS)):
+        errors.append(_notify_error(f"[{key!r}] is not a notification setting; it would be "
+                                    "accepted and do nothing.",
+                                    f"Known keys: {', '.join(sorted(NOTIFY_DEFAULTS))}."))
+    given = {**NOTIFY_DEFAULTS, **notify}
+    site_url = given["SITE_URL"]
+    if site_url != "" and not (_is_http_url(site_url) and not urlsplit(site_url).query
+                               and not urlsplit(site_url).fragment):
+        errors.append(_notify_error(f"['SITE_URL'] must be an http(s) origin, not {site_url!r}.",
+                                    "For example 'https://review.example.com': links to "
+                                    "review pages start with it."))
+    emails = given["REVIEWER_EMAILS"]
+    if isinstance(emails, str):
+        try:
+            import_string(emails)
+        except ImportError as exc:
+            errors.append(Error(f"SYMFONIC['NOTIFY']['REVIEWER_EMAILS'] = {emails!r} cannot be "
+                                f"imported: {exc}", hint="Give the dotted path of a callable "
+                                "(scope_key -> iterable of email addresses).",
+                                id="symfonic_django.E002"))
+    elif emails is not None and not callable(emails):
+        errors.append(_notify_error(f"['REVIEWER_EMAILS'] must be None, a dotted path or a "
+                                    f"callable, not {emails!r}.",
+                                    "A callable scope_key -> iterable of email addresses."))
+    if given["FROM_EMAIL"] is not None and not (isinstance(given["FROM_EMAIL"], str)
+                                                and given["FROM_EMAIL"].strip()):
+        errors.append(_notify_error(f"['FROM_EMAIL'] must be None or an address, not "
+                                    f"{given['FROM_EMAIL']!r}.",
+                                    "None sends from DEFAULT_FROM_EMAIL."))
+    if not isinstance(given["INCLUDE_TOKEN"], bool):
+        errors.append(_notify_error(f"['INCLUDE_TOKEN'] must be True or False, not "
+                                    f"{given['INCLUDE_TOKEN']!r}.",
+                                    "False (the default) keeps tokens out of emails."))
+    attempts = given["MAX_ATTEMPTS"]
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+        errors.append(_notify_error(f"['MAX_ATTEMPTS'] must be a whole number of at least 1, "
+                                    f"not {attempts!r}.",
+                                    f"The default is {NOTIFY_DEFAULTS['MAX_ATTEMPTS']}."))
+    for key in _NOTIFY_SECONDS:
+        if not _is_number(given[key]) or given[key] <= 0:
+            errors.append(_notify_error(f"[{key!r}] must be a number of seconds above 0, not "
+                                        f"{given[key]!r}.",
+                                        f"The default is {NOTIFY_DEFAULTS[key]}."))
+    if (_is_number(given["RETRY_BACKOFF"]) and _is_number(given["RETRY_BACKOFF_MAX"])
+            and given["RETRY_BACKOFF_MAX"] < given["RETRY_BACKOFF"]):
+        errors.append(_notify_error("['RETRY_BACKOFF_MAX'] is below RETRY_BACKOFF.",
+                                    "The longest wait between attempts is at least the first."))
+    return errors + _check_webhooks(given["WEBHOOKS"])
+
+
+def _webhook_error(message: str, hint: str) -> Error:
+    return Error(f"SYMFONIC['NOTIFY']['WEBHOOKS']{message}", hint=hint,
+                 id="symfonic_django.E102")
+
+
+def _check_webhooks(hooks: Any) -> list[Error]:
+    if not isinstance(hooks, list | tuple) or not all(isinstance(h, dict) for h in hooks):
+        return [_webhook_error(" must be a list of dicts.",
+                               "[{'NAME': 'ops', 'URL': 'https://...', 'SECRET': 'whsec_...'}]")]
+    errors = []
+    names: set[str] = set()
+    for i, hook in enumerate(hooks):
+        where = f"[{i}]"
+        for key in sorted(set(hook) - WEBHOOK_KEYS):
+            errors.append(_webhook_error(f"{where}[{key!r}] is not an endpoint setting.",
+                                         f"Known keys: {', '.join(sorted(WEBHOOK_KEYS))}."))
+        name = hook.get("NAME")
+        if not isinstance(name, str) or not name.strip() or len(name) > 254:
+            errors.append(_webhook_error(f"{where} needs a NAME, a short text.",
+                                         "Deliveries name their endpoint by it (a URL may "
+                                         "hold a credential; a name does not)."))
+        elif name in names:
+            errors.append(_webhook_error(f"{where}: the NAME {name!r} is used twice.",
+                                         "Give each endpoint its own NAME."))
+        else:
+            names.add(name)
+        if not _is_http_url(hook.get("URL")):
+            errors.append(_webhook_error(f"{where}['URL'] must be an http(s) URL, not "
+                                         f"{hook.get('URL')!r}.", "The receiver's address."))
+        if not _is_webhook_secret(hook.get("SECRET")):
+            # Never the secret itself in the message: check output ends up in logs.
+            errors.append(_webhook_error(f"{where}['SECRET'] is not a Standard Webhooks "
+                                         "secret.", "'whsec_' followed by the base64 of 24 to "
+                                         "64 random bytes, e.g. 'whsec_' + base64 of "
+                                         "secrets.token_bytes(32)."))
+        events = hook.get("EVENTS")
+        if events is not None and (not isinstance(events, list | tuple)
+                                   or not set(events) <= set(EVENT_TYPES)):
+            errors.append(_webhook_error(f"{where}['EVENTS'] must list event types of "
+                                         f"{', '.join(EVENT_TYPES)}, not {events!r}.",
+                                         "Leave it out for every event type."))
+        scopes = hook.get("SCOPES")
+        if scopes is not None and (not isinstance(scopes, list | tuple)
+                                   or not all(isinstance(s, str) for s in scopes)):
+            errors.append(_webhook_error(f"{where}['SCOPES'] must list scope keys, not "
+                                         f"{scopes!r}.", "Leave it out for every scope."))
+        if not isinstance(hook.get("INCLUDE_TOKEN", False), bool):
+            errors.append(_webhook_error(f"{where}['INCLUDE_TOKEN'] must be True or False.",
+                                         "False (the default) keeps tokens out of webhooks."))
+    return errors
+
+
+@register(Tags.compatibility)
+def check_notification_delivery(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Notifications that would arrive without a usable link, or never (W101-W103)."""
+    notify = _notify()
+    if not notify:
+        return []
+    given = {**NOTIFY_DEFAULTS, **notify}
+    warnings = []
+    emails, hooks = given["REVIEWER_EMAILS"] is not None, bool(given["WEBHOOKS"])
+    if (emails or hooks) and not given["SITE_URL"]:
+        warnings.append(Warning(
+            "Notifications are configured without SYMFONIC['NOTIFY']['SITE_URL']: their links "
+            "to review pages are paths, which an email client cannot open.",
+            hint="Set it to the origin reviewers reach the admin at, e.g. "
+                 "'https://review.example.com'.", id="symfonic_django.W101"))
+    if emails and str(getattr(django_settings, "EMAIL_BACKEND", "")).endswith(
+            "dummy.EmailBackend"):
+        warnings.append(Warning(
+            "SYMFONIC['NOTIFY']['REVIEWER_EMAILS'] is set, but EMAIL_BACKEND is Django's dummy "
+            "backend: every email to reviewers is dropped and counted as delivered.",
+            hint="Set EMAIL_BACKEND (and EMAIL_HOST, ...) to a backend that sends mail.",
+            id="symfonic_django.W102"))
+    sender = given["FROM_EMAIL"] or getattr(django_settings, "DEFAULT_FROM_EMAIL", "")
+    if emails and sender == PLACEHOLDER_SENDER:
+        warnings.append(Warning(
+            f"Emails to reviewers would be sent from {PLACEHOLDER_SENDER!r}, Django's "
+            "placeholder, which many mail servers refuse.",
+            hint="Set DEFAULT_FROM_EMAIL, or SYMFONIC['NOTIFY']['FROM_EMAIL'].",
+            id="symfonic_django.W103"))
+    return warnings

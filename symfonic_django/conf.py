@@ -59,6 +59,33 @@ DEFAULTS: dict[str, Any] = {
     # tokens that do not verify are refused 429 for the rest of the window (seconds).
     "TOKEN_FAILURE_LIMIT": 10,
     "TOKEN_FAILURE_WINDOW": 15 * 60,
+    # Who is told about pauses and runs, by email and signed webhooks (notifications.py):
+    # a dict of the keys in NOTIFY_DEFAULTS. The default tells no one.
+    "NOTIFY": {},
+}
+
+#: The keys of ``SYMFONIC["NOTIFY"]`` and their defaults (``notifications.notify_settings``).
+NOTIFY_DEFAULTS: dict[str, Any] = {
+    # The origin links in notifications start with ("https://review.example.com").
+    "SITE_URL": "",
+    # ``scope_key -> iterable of email addresses``: who is emailed when a pause of that
+    # scope is requested. None: no email.
+    "REVIEWER_EMAILS": None,
+    # The sender of those emails; None: Django's DEFAULT_FROM_EMAIL.
+    "FROM_EMAIL": None,
+    # Whether an email carries the pause's token (a bearer credential for answering it).
+    "INCLUDE_TOKEN": False,
+    # Endpoints: [{"NAME", "URL", "SECRET": "whsec_...", "EVENTS"?, "SCOPES"?,
+    # "INCLUDE_TOKEN"?}, ...], each signed per the Standard Webhooks specification.
+    "WEBHOOKS": [],
+    # Attempts per delivery before it is given up (a manual redeliver grants one more).
+    "MAX_ATTEMPTS": 8,
+    # Seconds before the second attempt; each later one waits twice as long, at most
+    # RETRY_BACKOFF_MAX.
+    "RETRY_BACKOFF": 60.0,
+    "RETRY_BACKOFF_MAX": 6 * 3600.0,
+    # Seconds one attempt may take (the SMTP connection or the webhook's response).
+    "TIMEOUT": 10.0,
 }
 
 IMPORT_STRINGS = frozenset(

@@ -14,7 +14,7 @@ from typing import Any
 from celery import shared_task
 from django.db import close_old_connections
 
-from . import pauses, retention, runs, turns
+from . import notifications, pauses, retention, runs, turns
 
 TASK_OPTIONS: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True,
                                 "ignore_result": True}
@@ -67,6 +67,24 @@ def prune() -> dict[str, int]:
     return {"idempotency_records": result.idempotency_records, "events": result.events or 0}
 
 
+@shared_task(name=notifications.DELIVER_TASK, bind=True, max_retries=None, **TASK_OPTIONS)
+def deliver_notification(self: Any, delivery_id: str) -> str:
+    """One attempt of a notification; a failure is retried after the delivery's backoff.
+
+    The attempts are counted in the database, not by Celery (``max_retries=None``): a
+    duplicate message, or one that outlived its attempt, finds nothing due and skips.
+    """
+    outcome = notifications.attempt(delivery_id)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.result
+
+
+@shared_task(name="symfonic_django.send_due_notifications", **TASK_OPTIONS)
+def send_due_notifications() -> int:
+    return notifications.send_due()
+
+
 #: Add to ``CELERY_BEAT_SCHEDULE`` (or ``app.conf.beat_schedule``).
 BEAT_SCHEDULE = {
     "symfonic-expire-pauses": {"task": "symfonic_django.expire_pauses", "schedule": 30.0},
@@ -74,4 +92,6 @@ BEAT_SCHEDULE = {
     "symfonic-requeue-stalled-runs": {"task": "symfonic_django.requeue_stalled_runs",
                                       "schedule": 15.0},
     "symfonic-prune": {"task": "symfonic_django.prune", "schedule": 3600.0},
+    "symfonic-send-due-notifications": {"task": "symfonic_django.send_due_notifications",
+                                        "schedule": 60.0},
 }
