@@ -4,7 +4,11 @@ one approval pause with an action per refund; each approved or edited action is 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,3 +227,26 @@ def test_an_answer_that_does_not_fit_the_three_actions_is_refused_and_changes_no
     assert thread_rows(str(run.pk)) == thread
     assert not Run.objects.filter(parent=run).exists() and not Decision.objects.exists()
     assert not Refund.objects.exists()
+
+
+#: The example's settings and checks with the [langgraph] extra's packages missing.
+WITHOUT_LANGGRAPH = """
+import sys
+for package in ("langgraph", "langchain", "langchain_core"):
+    sys.modules[package] = None  # what an import of a package that is not installed finds
+import django
+django.setup()
+from django.conf import settings
+from django.core.management import call_command
+call_command("check", fail_level="WARNING")
+print(sorted(settings.SYMFONIC["AGENTS"]))
+"""
+
+
+def test_without_the_langgraph_extra_the_example_registers_the_plain_agent_alone():
+    env = {**os.environ, "SYMFONIC_DEMO": "1", "DJANGO_SETTINGS_MODULE": "example_project.settings"}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_LANGGRAPH], capture_output=True,
+                          text=True, timeout=120, env=env,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "['refund']"
