@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
+from langgraph.types import Interrupt
 from rest_framework.test import APIClient
 
 from example_project.agents import REFUND_ARGS_SCHEMA
@@ -22,6 +23,7 @@ from example_project.graph_agent import RefundDesk
 from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Refund
 from symfonic_django import runs
+from symfonic_django.agents.langgraph import pause_request
 from symfonic_django.exceptions import InvalidRunInput
 from symfonic_django.models import (
     Decision,
@@ -227,6 +229,22 @@ def test_an_answer_that_does_not_fit_the_three_actions_is_refused_and_changes_no
     assert thread_rows(str(run.pk)) == thread
     assert not Run.objects.filter(parent=run).exists() and not Decision.objects.exists()
     assert not Refund.objects.exists()
+
+
+def test_the_adapters_args_schemas_fill_only_the_review_configs_without_a_schema():
+    """What gives refund_graph's pause its args_schema: ``args_schemas`` by action name,
+    for a review config that has none (an interrupt's own schema is kept)."""
+    own = {"type": "object", "properties": {"sku": {"type": "string"}}}
+    value = {"action_requests": [{"name": name, "args": {}} for name in ("refund", "ship", "note")],
+             "review_configs": [{"action_name": "refund", "allowed_decisions": ["approve"]},
+                                {"action_name": "ship", "allowed_decisions": ["approve"],
+                                 "args_schema": own},
+                                {"action_name": "note", "allowed_decisions": ["approve"]}]}
+    schemas = {"refund": REFUND_ARGS_SCHEMA, "ship": {"type": "object"}}
+    request = pause_request(Interrupt(value=value, id="i-1"), schemas)
+    assert [c.get("args_schema") for c in request.prompt["review_configs"]] == [
+        REFUND_ARGS_SCHEMA, own, None]
+    assert "args_schema" not in value["review_configs"][0]  # the interrupt's value is kept
 
 
 #: The example's settings and checks with the [langgraph] extra's packages missing.
