@@ -52,7 +52,7 @@ LEGACY_KEYS = {
     "SQLITE_CHECKPOINT_PATH": _REPLACED_BY_SCOPE_FOR_CLAIMS,
 }
 #: Hooks that may be left unset (None); every other hook needs a callable.
-OPTIONAL_HOOKS = frozenset({"REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION"})
+OPTIONAL_HOOKS = frozenset({"REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION", "APPROVAL_POLICY"})
 
 _POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES", "IDEMPOTENCY_RETENTION")
 
@@ -480,6 +480,14 @@ def _check_webhooks(hooks: Any) -> list[Error]:
     return errors
 
 
+def _default_email_backend() -> str:
+    """The default email backend's dotted path: MAILERS' (Django 6.1+) or EMAIL_BACKEND."""
+    mailers = getattr(django_settings, "MAILERS", None)
+    if isinstance(mailers, dict):
+        return str((mailers.get("default") or {}).get("BACKEND", ""))
+    return str(getattr(django_settings, "EMAIL_BACKEND", ""))
+
+
 @register(Tags.compatibility)
 def check_notification_delivery(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
     """Notifications that would arrive without a usable link, or never (W101-W103)."""
@@ -495,8 +503,7 @@ def check_notification_delivery(app_configs: Any = None, **kwargs: Any) -> list[
             "to review pages are paths, which an email client cannot open.",
             hint="Set it to the origin reviewers reach the admin at, e.g. "
                  "'https://review.example.com'.", id="symfonic_django.W101"))
-    if emails and str(getattr(django_settings, "EMAIL_BACKEND", "")).endswith(
-            "dummy.EmailBackend"):
+    if emails and _default_email_backend().endswith("dummy.EmailBackend"):
         warnings.append(Warning(
             "SYMFONIC['NOTIFY']['REVIEWER_EMAILS'] is set, but EMAIL_BACKEND is Django's dummy "
             "backend: every email to reviewers is dropped and counted as delivered.",

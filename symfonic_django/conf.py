@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     "OWNER_GUARD": None,
     # ``(scope, claims) -> AdmittedPlan | None``; None refuses the resume.
     "ADMISSION": None,
+    # ``pause -> int``: how many distinct reviewers must approve an approval pause (four
+    # eyes); read when the pause is made. None: one. The run's starter never counts.
+    "APPROVAL_POLICY": None,
     "TOKEN_MAX_AGE": 24 * 3600,
     "LEASE_SECONDS": 60,
     "MAX_ANSWER_BYTES": 64 * 1024,
@@ -84,13 +87,13 @@ NOTIFY_DEFAULTS: dict[str, Any] = {
     # RETRY_BACKOFF_MAX.
     "RETRY_BACKOFF": 60.0,
     "RETRY_BACKOFF_MAX": 6 * 3600.0,
-    # Seconds one attempt may take (the SMTP connection or the webhook's response).
+    # Seconds a webhook's receiver has to answer (an email's: Django's own EMAIL_TIMEOUT).
     "TIMEOUT": 10.0,
 }
 
 IMPORT_STRINGS = frozenset(
     {"SCOPE_KEY", "SCOPE_LOADER", "SCOPE_FOR_CLAIMS", "REVIEWER_SCOPES",
-     "REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION"}
+     "REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION", "APPROVAL_POLICY"}
 )
 ON_EXPIRE_CHOICES = ("fail", "resume")
 

@@ -123,6 +123,22 @@ class AlreadyAnswered(SymfonicError):
     default_detail = "This pause has already been answered."
 
 
+class AlreadyApproved(SymfonicError):
+    """This reviewer's approval already counts toward the pause's quorum of approvers."""
+
+    code = "already_approved"
+    status = 409
+    default_detail = "You already approved this pause; another reviewer must approve it."
+
+
+class ApprovalNotCounted(SymfonicError):
+    """An approval that cannot count toward a quorum: the run's starter, or nobody named."""
+
+    code = "approval_not_counted"
+    status = 403
+    default_detail = "This approval cannot count toward the pause's quorum."
+
+
 class PauseCancelled(AlreadyAnswered):
     default_detail = "This pause was cancelled."
 

@@ -72,6 +72,11 @@ class Run(models.Model):
     )
     agent = models.CharField(max_length=100)
     scope_key = models.CharField(max_length=200, db_index=True)
+    #: Who started the run's lineage (``POST runs/``; copied onto its continuations). They
+    #: never count toward a quorum of approvers of its pauses. No index: nothing lists runs
+    #: by starter, and deleting a user is rare enough to read the table for it.
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                   null=True, blank=True, related_name="+", db_index=False)
     session_id = models.CharField(max_length=200, blank=True, default="")
     thread_id = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
@@ -146,6 +151,9 @@ class Pause(models.Model):
     scope_key = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=PauseKind.choices)
     prompt = models.JSONField()
+    #: How many distinct people must approve it (``APPROVAL_POLICY``, read when it is made);
+    #: one rejection is enough to end it whatever the number.
+    approvals_needed = models.PositiveSmallIntegerField(default=1)
     action_digest = models.CharField(max_length=64, blank=True, default="")
     answer_schema = models.JSONField(null=True, blank=True)
     pin_hash = models.CharField(max_length=64, blank=True, default="")

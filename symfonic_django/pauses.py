@@ -33,6 +33,9 @@ from .binding import PauseBinding
 from .conf import ALL_SCOPES, settings
 from .exceptions import (
     AlreadyAnswered,
+    AlreadyApproved,
+    ApprovalNotCounted,
+    InteractionConfigurationError,
     InvalidAnswer,
     InvalidProposal,
     InvalidRequest,
@@ -49,6 +52,8 @@ from .tokens import PauseClaims, mint_token, pin_hash, scope_hash
 TIMEOUT_ANSWER = {"timeout": True}
 
 PENDING = PauseStatus.PENDING
+#: The most approvers a policy may ask for (``Pause.approvals_needed`` is a small integer).
+MAX_APPROVERS = 20
 #: The allowed edges: a pause leaves ``pending`` once, for one of these, and never returns.
 EDGES: dict[str, tuple[str, str]] = {
     "answer": (PENDING, PauseStatus.ANSWERED),
@@ -89,11 +94,25 @@ def _leave_all(pauses: list[Pause], edge: str, *, action: str, now: datetime,
 
 
 @dataclass(frozen=True)
+class Approvals:
+    """Where a pause that needs several approvers stands: ``have`` of ``need``, by whom."""
+
+    have: int
+    need: int
+    by: list[str]
+
+
+@dataclass(frozen=True)
 class Resolution:
-    """The outcome of a transition: the pause as it now is, and the turn it started."""
+    """The outcome of a transition: the pause as it now is, and the turn it started.
+
+    ``approvals`` is set when an approval counted toward a quorum that it did
+    not complete: the pause is still pending.
+    """
 
     pause: Pause
     continuation: Run | None
+    approvals: Approvals | None = None
 
 
 # --- creating ---------------------------------------------------------------
@@ -155,6 +174,7 @@ def create_pause(
         expires_at=now + timedelta(seconds=seconds),
         search_text=hitl.search_text(kind, prompt, binding.session_id, binding.thread_id),
     )
+    pause.approvals_needed = approvals_needed(pause)
     try:
         with transaction.atomic():
             pause.save(force_insert=True)
@@ -167,6 +187,19 @@ def create_pause(
             raise
         return existing, False
     return pause, True
+
+
+def approvals_needed(pause: Pause) -> int:
+    """How many distinct people must approve ``pause``: ``APPROVAL_POLICY``'s say, else 1."""
+    policy = settings.APPROVAL_POLICY
+    if pause.kind != PauseKind.APPROVAL or policy is None:
+        return 1
+    needed = policy(pause)
+    if not isinstance(needed, int) or isinstance(needed, bool) or not 1 <= needed <= MAX_APPROVERS:
+        raise InteractionConfigurationError(
+            f"SYMFONIC['APPROVAL_POLICY'] must return a whole number from 1 to "
+            f"{MAX_APPROVERS}, not {needed!r}.")
+    return needed
 
 
 # --- answering --------------------------------------------------------------
@@ -236,6 +269,11 @@ def _leave_pending(
         if pause.status != PENDING or pause.expires_at <= now:
             _refuse_closed(pause, now)
         user = actor if getattr(actor, "pk", None) is not None else None
+        if edge == "answer" and pause.approvals_needed > 1:
+            approvals = _count_approval(pause, run, answer, action=action, actor=user,
+                                        via=via, comment=comment, now=now)
+            if approvals is not None:
+                return Resolution(pause=pause, continuation=None, approvals=approvals)
         won = _leave([pause.pk], edge, answer=answer, answered_by=user, answered_via=via,
                      answered_at=now, updated_at=now)
         if not won:  # SQLite has no row locks: the conditional UPDATE is the claim
@@ -256,6 +294,51 @@ def _leave_pending(
             signals.send_on_commit(signals.pause_cancelled, Pause, pause=pause,
                                    decision=decision)
     return Resolution(pause=pause, continuation=continuation)
+
+
+def approvers(pause: Pause) -> list[str]:
+    """Who approved ``pause`` so far, in order (its quorum's approvals)."""
+    return [decision.actor_label for decision in
+            Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE).order_by("pk")]
+
+
+def _count_approval(pause: Pause, run: Run, answer: Any, *, action: str, actor: Any, via: str,
+                    comment: str, now: datetime) -> Approvals | None:
+    """Record one approver of a pause that needs several, under its row lock.
+
+    Returns where the quorum stands when this approval does not complete it
+    (the pause stays pending); ``None`` when the answer ends the pause: the
+    approval that completes the quorum, or any rejection or response. An edit
+    is refused: the other approvers approved what was proposed.
+    """
+    if action == Decision.Action.EDIT:
+        raise InvalidAnswer(f"This approval needs {pause.approvals_needed} approvers: approve "
+                            "the actions as proposed, or reject them.")
+    if action != Decision.Action.APPROVE:
+        return None
+    if actor is None:
+        raise ApprovalNotCounted(
+            f"This approval needs {pause.approvals_needed} different people to approve it; "
+            "an answer that names nobody (a token alone) cannot count as one of them.")
+    if actor.pk == run.started_by_id:
+        raise ApprovalNotCounted("You started this run: your approval does not count toward "
+                                 "its own quorum. Another reviewer must approve it.")
+    approved = list(Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE)
+                    .order_by("pk").values_list("actor_id", "actor_label"))
+    before = [label for _, label in approved]
+    if any(actor_id == actor.pk for actor_id, _ in approved):
+        raise AlreadyApproved(
+            f"You already approved this; it needs {pause.approvals_needed - len(before)} "
+            "more approver(s).")
+    if len(before) + 1 >= pause.approvals_needed:
+        return None  # the last approval: the pause leaves pending with it
+    Decision.objects.create(pause=pause, scope_key=pause.scope_key, actor=actor,
+                            actor_label=_label(actor), via=via, action=action, answer=answer,
+                            comment=comment, created_at=now)
+    approvals = Approvals(have=len(before) + 1, need=pause.approvals_needed,
+                          by=[*before, _label(actor)])
+    signals.send_on_commit(signals.pause_approved, Pause, pause=pause, approvals=approvals)
+    return approvals
 
 
 def answer_pause(pause_id: Any, answer: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,

@@ -122,8 +122,11 @@ def _send_on_commit(run: Run) -> None:
 # --- creating runs -------------------------------------------------------------------
 
 def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", thread_id: str = "",
-              dispatch: bool = True) -> Run:
+              started_by: Any = None, dispatch: bool = True) -> Run:
     """Queue a top-level turn of ``agent``; a worker runs it once the transaction commits.
+
+    ``started_by`` (a user) never counts toward a quorum of approvers of the
+    run's pauses (``APPROVAL_POLICY``).
 
     Refuses, before writing anything, an unknown agent (``UnknownAgent``) and an
     input that does not fit the ``input_schema`` the agent's registered factory
@@ -139,8 +142,9 @@ def start_run(agent: str, input: Any, *, scope: Any, session_id: str = "", threa
             raise InvalidRunInput(
                 f"The input does not fit the input_schema of agent {agent!r}: {violation}.")
     now = timezone.now()
+    starter = started_by if getattr(started_by, "pk", None) is not None else None
     run = Run(agent=agent, input=input, scope_key=scope_key(scope), session_id=session_id,
-              thread_id=thread_id, created_at=now, sent_at=now, sends=1,
+              thread_id=thread_id, started_by=starter, created_at=now, sent_at=now, sends=1,
               resend_after=now + RESEND_AFTER)
     run.root_id = run.id
     with transaction.atomic():
@@ -160,7 +164,8 @@ def queue_continuation(paused: Run, *, resumed_from: Pause, answers: dict[str, A
     run = Run.objects.create(
         root_id=paused.root_id or paused.id, parent=paused, resumed_from=resumed_from,
         agent=paused.agent, scope_key=paused.scope_key, session_id=paused.session_id,
-        thread_id=paused.thread_id, input={"answers": answers}, created_at=now, sent_at=now,
+        thread_id=paused.thread_id, started_by_id=paused.started_by_id,
+        input={"answers": answers}, created_at=now, sent_at=now,
         sends=1, resend_after=now + RESEND_AFTER)
     if dispatch:
         _send_on_commit(run)

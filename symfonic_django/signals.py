@@ -32,6 +32,10 @@ pause_requested = Signal()
 #: that asked is still running: it is then queued when that turn ends, and
 #: ``run_claimed`` announces it).
 pause_answered = Signal()
+#: One more reviewer approved a pause that needs several, and it still waits for more.
+#: Arguments: ``pause`` (still pending), ``approvals`` (``pauses.Approvals``: ``have``,
+#: ``need``, ``by``). The approval that completes the quorum sends ``pause_answered``.
+pause_approved = Signal()
 #: A pause's time ran out. Arguments: ``pause``, ``continuation`` (the ``Run`` resumed with
 #: the timeout answer when ``ON_EXPIRE="resume"``, else ``None``).
 pause_expired = Signal()

@@ -1,0 +1,152 @@
+"""Several approvers (DESIGN section 3): a pause that needs N distinct people to approve it.
+
+The policy here asks two approvers of every approval pause. Each approval is a
+``Decision``; the pause leaves ``pending`` on the second distinct approver, or
+on the first rejection. The same person twice, the run's own starter, and an
+answer that names nobody (a token alone) never count, and a refusal changes
+nothing. Concurrent approvals from separate processes are raced in
+``tests/integration/test_quorum_race.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
+from example_project.shop.models import Membership, Tenant
+from symfonic_django import pauses
+from symfonic_django.exceptions import (
+    AlreadyApproved,
+    ApprovalNotCounted,
+    InteractionConfigurationError,
+    InvalidAnswer,
+)
+from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
+from symfonic_django.runs import start_run
+from symfonic_django.turns import execute_run
+
+from .conftest import snapshot
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def two_approvers(pause: Pause) -> int:
+    return 2
+
+
+def no_whole_number(pause: Pause) -> Any:
+    return "two"
+
+
+@pytest.fixture(autouse=True)
+def policy(settings: Any, tenants: Any) -> None:
+    settings.SYMFONIC = {**settings.SYMFONIC,
+                         "APPROVAL_POLICY": "tests.test_approvals.two_approvers"}
+
+
+def reviewer(name: str, tenant: str = "acme") -> Any:
+    user = get_user_model().objects.create_user(name, password="pw", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(
+        content_type__app_label="symfonic_django",
+        codename__in=["view_pause", "answer_pause", "start_run"]))
+    Membership.objects.create(user=user, tenant=Tenant.objects.get(slug=tenant))
+    return user
+
+
+def paused(started_by: Any = None) -> tuple[Run, Pause]:
+    run = start_run("echo", {}, scope="acme", started_by=started_by, dispatch=False)
+    assert execute_run(run.pk) == RunStatus.PAUSED
+    return run, Pause.objects.get(run=run)
+
+
+def rows(pause: Pause) -> tuple[Any, ...]:
+    return (snapshot(pause), list(Decision.objects.filter(pause=pause).values()),
+            Run.objects.count())
+
+
+def test_the_policy_is_read_when_the_pause_is_made():
+    _, pause = paused()
+    assert pause.approvals_needed == 2
+
+
+def test_the_first_approval_counts_and_the_second_distinct_one_continues_the_run():
+    alice, carol = reviewer("alice2"), reviewer("carol")
+    run, pause = paused()
+
+    first = pauses.approve(pause.pk, actor=alice, via="api")
+    assert first.continuation is None
+    assert (first.approvals.have, first.approvals.need, first.approvals.by) == (1, 2, ["alice2"])
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
+
+    second = pauses.approve(pause.pk, actor=carol, via="admin")
+    assert second.approvals is None and second.continuation is not None
+    done = Pause.objects.get(pk=pause.pk)
+    assert (done.status, done.answered_by) == (PauseStatus.ANSWERED, carol)
+    assert list(Decision.objects.filter(pause=pause).order_by("pk")
+                .values_list("action", "actor_label")) == [("approve", "alice2"),
+                                                           ("approve", "carol")]
+    assert execute_run(second.continuation.pk) == RunStatus.COMPLETED
+    assert Run.objects.filter(parent=run).count() == 1
+
+
+def test_a_second_approval_by_the_same_person_is_refused_and_changes_nothing():
+    alice = reviewer("alice2")
+    _, pause = paused()
+    pauses.approve(pause.pk, actor=alice, via="api")
+    before = rows(pause)
+    with pytest.raises(AlreadyApproved) as refused:
+        pauses.approve(pause.pk, actor=alice, via="admin")
+    assert (refused.value.code, refused.value.status) == ("already_approved", 409)
+    assert rows(pause) == before
+
+
+def test_the_runs_starter_never_counts_toward_its_own_quorum():
+    alice, carol = reviewer("alice2"), reviewer("carol")
+    _, pause = paused(started_by=alice)
+    before = rows(pause)
+    with pytest.raises(ApprovalNotCounted) as refused:
+        pauses.approve(pause.pk, actor=alice, via="api")
+    assert (refused.value.code, refused.value.status) == ("approval_not_counted", 403)
+    assert rows(pause) == before
+    assert pauses.approve(pause.pk, actor=carol, via="api").approvals.have == 1
+
+
+def test_an_answer_that_names_nobody_cannot_count():
+    _, pause = paused()
+    before = rows(pause)
+    with pytest.raises(ApprovalNotCounted):
+        pauses.approve(pause.pk, actor=None, via="token")
+    assert rows(pause) == before
+
+
+def test_one_rejection_ends_the_pause_whatever_the_approvals_before():
+    alice, carol = reviewer("alice2"), reviewer("carol")
+    _, pause = paused()
+    pauses.approve(pause.pk, actor=alice, via="api")
+    rejected = pauses.reject(pause.pk, actor=carol, via="api", comment="not this one")
+    assert rejected.continuation is not None
+    done = Pause.objects.get(pk=pause.pk)
+    assert done.status == PauseStatus.ANSWERED
+    assert done.answer["decisions"][0] == {"type": "reject", "message": "not this one"}
+
+
+def test_an_edit_is_refused_because_the_others_approved_the_proposal():
+    carol = reviewer("carol")
+    _, pause = paused()
+    before = rows(pause)
+    with pytest.raises(InvalidAnswer):
+        pauses.approve(pause.pk, actor=carol, via="api", edited_args={"qty": 1})
+    assert rows(pause) == before
+
+
+def test_a_policy_that_returns_no_whole_number_fails_the_turn_before_any_pause(settings):
+    settings.SYMFONIC = {**settings.SYMFONIC,
+                         "APPROVAL_POLICY": "tests.test_approvals.no_whole_number"}
+    with pytest.raises(InteractionConfigurationError):
+        pauses.approvals_needed(Pause(kind="approval"))
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+    assert execute_run(run.pk) == RunStatus.FAILED
+    assert not Pause.objects.exists()
