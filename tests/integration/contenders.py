@@ -119,6 +119,36 @@ def answer_at_barrier(env: dict[str, str], pause_id: str, index: int, barrier: A
     results.put((index, outcome, released))
 
 
+def approve_as_at_barrier(env: dict[str, str], pause_id: str, index: int, username: str,
+                          barrier: Any, results: Any) -> None:
+    """Approve ``pause_id`` as the user ``username`` the moment every racer is ready.
+
+    Reports ``(index, username, "approved" | "continued" | refusal code | "error: ...")``:
+    ``"continued"`` when this approval completed the quorum and queued the continuation.
+    """
+    try:
+        _setup_django(env)
+        from django.contrib.auth import get_user_model
+
+        from symfonic_django import pauses
+        from symfonic_django.exceptions import SymfonicError
+
+        user = get_user_model().objects.get(username=username)
+    except BaseException as exc:
+        barrier.abort()
+        results.put((index, username, f"error: setup failed: {exc!r}"))
+        raise
+    barrier.wait(timeout=120)
+    try:
+        resolution = pauses.approve(pause_id, actor=user, via="api")
+        outcome = "continued" if resolution.continuation is not None else "approved"
+    except SymfonicError as exc:
+        outcome = exc.code
+    except Exception as exc:  # a 5xx-class failure: report it, the test fails on it
+        outcome = f"error: {exc!r}"
+    results.put((index, username, outcome))
+
+
 def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tuple[str, float]],
                                lead: float, barrier: Any, due: Any, results: Any,
                                sweep: bool = False) -> None:
