@@ -52,7 +52,7 @@ from typing import Any
 
 from celery import current_app
 from django.core.exceptions import ValidationError
-from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail import EmailMultiAlternatives
 from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import F, Q
@@ -485,9 +485,9 @@ def email_message(delivery: NotificationDelivery, config: NotifySettings
 
 
 def _send_email(delivery: NotificationDelivery, config: NotifySettings) -> None:
-    message = email_message(delivery, config)
-    message.connection = get_connection(timeout=config.timeout)
-    if message.send() != 1:
+    # Through the project's default email backend, configured as Django documents it
+    # (EMAIL_* settings, or MAILERS on Django 6.1+), its timeout (EMAIL_TIMEOUT) included.
+    if email_message(delivery, config).send() != 1:
         raise DeliveryError("The email backend sent nothing.")
 
 
