@@ -374,10 +374,10 @@ def _send_all(rows: list[NotificationDelivery]) -> None:
         _send(row.pk)
 
 
-def _send(delivery_id: Any, *, countdown: float | None = None) -> None:
+def _send(delivery_id: Any) -> None:
     """Send the delivery task by name; a broker that refuses is logged (``send_due`` resends)."""
     try:
-        current_app.send_task(DELIVER_TASK, args=[str(delivery_id)], countdown=countdown)
+        current_app.send_task(DELIVER_TASK, args=[str(delivery_id)])
     except Exception:
         log.exception("could not send notification %s; it is sent again once overdue",
                       delivery_id)
