@@ -646,6 +646,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                 })
         history = list(Decision.objects.filter(pause=pause).select_related("actor")
                        .order_by("created_at"))
+        approved_by = [d.actor_label for d in history if d.action == Decision.Action.APPROVE]
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -656,6 +657,9 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                       else "Question"),
             "subtitle": f"{pause.get_kind_display()} pause {pause.pk}",
             "is_approval": is_approval,
+            # "1 of 2 approvals", for a pause that needs several approvers.
+            "approvals": ({"have": len(approved_by), "need": pause.approvals_needed,
+                           "by": approved_by} if pause.approvals_needed > 1 else None),
             "actions": actions,
             "question": None if is_approval else hitl.question_text(pause.prompt),
             "question_description": (pause.prompt.get("description", "")
@@ -734,6 +738,11 @@ def _form_errors(form: Any) -> list[str]:
 
 def _answered_message(resolution: pauses.Resolution) -> str:
     pause = resolution.pause
+    if resolution.approvals is not None:
+        approvals = resolution.approvals
+        return (f"Your approval was counted: {approvals.have} of {approvals.need} approvals "
+                f"({', '.join(approvals.by)}); the run continues once "
+                f"{approvals.need - approvals.have} more reviewer(s) approve.")
     if resolution.continuation is not None:
         return (f"Your answer was recorded; the agent continues in run "
                 f"{str(resolution.continuation.pk)[:8]}.")

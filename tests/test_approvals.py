@@ -150,3 +150,25 @@ def test_a_policy_that_returns_no_whole_number_fails_the_turn_before_any_pause(s
     run = start_run("echo", {}, scope="acme", dispatch=False)
     assert execute_run(run.pk) == RunStatus.FAILED
     assert not Pause.objects.exists()
+
+
+def test_the_review_page_shows_1_of_2_approvals_and_who_approved(client):
+    alice, carol = reviewer("alice2"), reviewer("carol")
+    _, pause = paused()
+    page = f"/admin/symfonic_django/pause/{pause.pk}/change/"
+    client.force_login(alice)
+    response = client.post(page, {"decision_0": "approve"}, follow=True)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "1 of 2 approvals" in body and "by alice2" in body
+    assert "Your approval was counted" in body
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
+
+    again = client.post(page, {"decision_0": "approve"}, follow=True)
+    assert "You already approved this" in again.content.decode()
+    assert Decision.objects.filter(pause=pause).count() == 1
+
+    client.force_login(carol)
+    client.post(page, {"decision_0": "approve"})
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.ANSWERED
+    assert "2 of 2 approvals" in client.get(page).content.decode()
