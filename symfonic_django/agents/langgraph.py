@@ -15,7 +15,8 @@ A ``create_agent`` agent behind the app::
     # SYMFONIC["AGENTS"]["refund_graph"] = "myproject.agents.refund_graph"
 
 **A turn** streams the graph on the run's thread (the run's ``thread_id``, or
-its root run's id), on the checkpointer given here or the graph's own. Each
+its root run's id), on the checkpointer given here or the graph's own (see
+"The checkpointer" below). Each
 interrupt the graph is left with becomes one pause, whose idempotency key is
 the interrupt's id: a re-executed turn gets its pauses back, and the
 continuation knows which answer goes to which interrupt. The prompt:
@@ -48,13 +49,27 @@ the check here is against the thread, which is what the graph will read.
 ``message.completed``; each tool call it makes is ``tool.started`` and its
 result ``tool.completed``; subgraphs' events are included, each message once.
 A turn that completes ends with the last message's text as its output.
+
+**The checkpointer** (``checkpointer=``) is either a saver, shared by every
+turn, or a zero-argument callable returning an async context manager that
+yields one (``lambda: AsyncPostgresSaver.from_conn_string(url)``), entered once
+per turn inside the turn's event loop and closed when the turn ends. Each turn
+runs on an event loop of its own (``turns.execute_run``), and a saver such as
+``AsyncPostgresSaver`` must be made inside a running loop and stays tied to it:
+the callable form gives every turn its own. The adapter streams the graph
+asynchronously, so a saver must implement LangGraph's async methods; one that
+implements only the sync ones (``PostgresSaver``) is refused when the agent is
+made, naming its async sibling. It is not run through ``sync_to_async``: that
+would be a second path for every saver operation (a wrapper mirroring each
+method of ``BaseCheckpointSaver``, whose signatures LangGraph inspects), for a
+saver whose package ships the async one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
@@ -83,8 +98,9 @@ from ..pauses import TIMEOUT_ANSWER
 from ..turns import current_turn, request_pause
 from .base import Continuation, TurnContext
 
-__all__ = ["LangGraphAgent", "LangGraphAgentFactory", "PauseRequest", "STRICT_RESUME",
-           "Transcript", "langgraph_agent", "last_message_text", "pause_request", "resume_value"]
+__all__ = ["Checkpointer", "LangGraphAgent", "LangGraphAgentFactory", "PauseRequest",
+           "STRICT_RESUME", "SaverFactory", "Transcript", "langgraph_agent",
+           "last_message_text", "pause_request", "resume_value"]
 
 #: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
 #: ``UnknownInterruptError`` instead of being ignored (or landing on the node's next
@@ -99,6 +115,12 @@ STREAM_MODES: list[StreamMode] = ["messages", "updates"]
 
 #: What an approval that expired (``ON_EXPIRE="resume"``) tells the graph of each action.
 TIMEOUT_MESSAGE = "The approval timed out."
+
+#: ``checkpointer=`` as a callable: makes the saver of one turn, inside the turn's event
+#: loop (``lambda: AsyncPostgresSaver.from_conn_string(url)``); see the module docstring.
+SaverFactory = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[Any]]]
+#: What ``checkpointer=`` takes: a saver every turn shares, or a ``SaverFactory``.
+Checkpointer = BaseCheckpointSaver[Any] | SaverFactory
 
 
 # --- prompts: interrupt -> pause ---------------------------------------------------------
@@ -368,27 +390,28 @@ class LangGraphAgent:
     """An ``Agent`` that drives one compiled graph (module docstring).
 
     ``checkpointer`` replaces the graph's own (one is needed: interrupts are
-    kept there); ``input`` maps the run's input to the graph's (default: as it
-    is); ``output`` maps the final state's values to the turn's output
-    (default: ``last_message_text``); ``ttl`` is the pauses' lifetime in
-    seconds (default: ``TOKEN_MAX_AGE``); ``args_schemas`` is the argument
-    schema of each approval action, by name, where the interrupt gives none
-    (module docstring, "The prompt").
+    kept there): a saver, or a ``SaverFactory`` entered once per turn (module
+    docstring, "The checkpointer"); ``input`` maps the run's input to the
+    graph's (default: as it is); ``output`` maps the final state's values to
+    the turn's output (default: ``last_message_text``); ``ttl`` is the pauses'
+    lifetime in seconds (default: ``TOKEN_MAX_AGE``); ``args_schemas`` is the
+    argument schema of each approval action, by name, where the interrupt
+    gives none (module docstring, "The prompt").
     """
 
     def __init__(self, graph: Pregel[Any, Any, Any, Any], *,
-                 checkpointer: BaseCheckpointSaver[Any] | None = None,
+                 checkpointer: Checkpointer | None = None,
                  input: Callable[[Any], Any] | None = None,
                  output: Callable[[Any], Any] | None = None,
                  ttl: float | None = None,
                  args_schemas: Mapping[str, dict[str, Any]] | None = None) -> None:
-        if checkpointer is not None:
+        self.saver_factory: SaverFactory | None = None
+        if isinstance(checkpointer, BaseCheckpointSaver):
             graph = graph.copy(update={"checkpointer": checkpointer})
-        if not isinstance(graph.checkpointer, BaseCheckpointSaver):
-            raise InteractionConfigurationError(
-                "a LangGraph agent needs a checkpointer, where its interrupts are kept: pass "
-                "checkpointer= (symfonic_django.checkpoint.DjangoSaver(), or your own) or "
-                "compile the graph with one")
+        elif callable(checkpointer):
+            self.saver_factory = checkpointer
+        if self.saver_factory is None:
+            _check_saver(graph.checkpointer)
         self.graph = graph
         self.input = input or (lambda value: value)
         self.output = output or last_message_text
@@ -399,30 +422,49 @@ class LangGraphAgent:
 
     async def start_typed(self, context: TurnContext, input: Any,
                           ) -> AsyncGenerator[Event, None]:
-        config = self._config(context.run)
-        state = await self.graph.aget_state(config)
-        graph_input = None if _ran_before(state, context.run) else self.input(input)
-        async for event in self._drive(graph_input, config, Transcript(state.values),
-                                       context.run):
-            yield event
+        async with self._graph_of_turn() as graph:
+            config = self._config(context.run)
+            state = await graph.aget_state(config)
+            graph_input = None if _ran_before(state, context.run) else self.input(input)
+            async for event in self._drive(graph, graph_input, config, Transcript(state.values),
+                                           context.run):
+                yield event
 
     async def continue_recovered_typed(
         self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
     ) -> AsyncGenerator[Event, None]:
-        config = self._config(continuation.run)
-        state = await self.graph.aget_state(config)
-        graph_input: Any = None
-        if not _ran_before(state, continuation.run):
-            try:
-                resume = await self._resume_map(config, state, continuation.answers)
-            except ResumeRefused as refusal:
-                yield TurnFailed(code=refusal.code, message=refusal.detail)
-                return
-            graph_input = Command(resume=resume)
-            config = {**config, "configurable": {**config["configurable"], STRICT_RESUME: True}}
-        async for event in self._drive(graph_input, config, Transcript(state.values),
-                                       continuation.run):
-            yield event
+        async with self._graph_of_turn() as graph:
+            config = self._config(continuation.run)
+            state = await graph.aget_state(config)
+            graph_input: Any = None
+            if not _ran_before(state, continuation.run):
+                try:
+                    resume = await self._resume_map(graph, config, state, continuation.answers)
+                except ResumeRefused as refusal:
+                    yield TurnFailed(code=refusal.code, message=refusal.detail)
+                    return
+                graph_input = Command(resume=resume)
+                config = {**config,
+                          "configurable": {**config["configurable"], STRICT_RESUME: True}}
+            async for event in self._drive(graph, graph_input, config, Transcript(state.values),
+                                           continuation.run):
+                yield event
+
+    @asynccontextmanager
+    async def _graph_of_turn(self) -> AsyncIterator[Pregel[Any, Any, Any, Any]]:
+        """The graph on this turn's checkpointer: the one given, or the factory's for the turn."""
+        if self.saver_factory is None:
+            yield self.graph
+            return
+        made = self.saver_factory()
+        if not isinstance(made, AbstractAsyncContextManager):
+            raise InteractionConfigurationError(
+                "checkpointer= as a callable must return an async context manager that yields "
+                f"a saver (like AsyncPostgresSaver.from_conn_string(url)), not a "
+                f"{type(made).__name__}")
+        async with made as saver:
+            _check_saver(saver)
+            yield self.graph.copy(update={"checkpointer": saver})
 
     # -- driving the graph --
 
@@ -433,19 +475,20 @@ class LangGraphAgent:
         return {"configurable": {"thread_id": run.thread_id or run.root_run_id},
                 "metadata": {"run_id": str(run.pk)}}
 
-    async def _drive(self, graph_input: Any, config: RunnableConfig, transcript: Transcript,
+    async def _drive(self, graph: Pregel[Any, Any, Any, Any], graph_input: Any,
+                     config: RunnableConfig, transcript: Transcript,
                      run: Run) -> AsyncGenerator[Event, None]:
         """Stream the graph, then pause on its interrupts or complete with its output."""
         # durability="sync": each step's checkpoint is saved before the next step runs, so
         # what a tool did is on record before anything after it happens.
         # An async generator, typed as an iterator: closed (aclosing) if the turn stops early.
-        stream = cast(AsyncGenerator[Any, None], self.graph.astream(
+        stream = cast(AsyncGenerator[Any, None], graph.astream(
             graph_input, config, stream_mode=STREAM_MODES, subgraphs=True, durability="sync"))
         async with aclosing(stream):
             async for _namespace, mode, chunk in stream:
                 for event in transcript.events(mode, chunk):
                     yield event
-        state = await self.graph.aget_state(config)
+        state = await graph.aget_state(config)
         if state.interrupts:
             await self._pause(state, run)
             return
@@ -474,8 +517,8 @@ class LangGraphAgent:
 
     # -- continuing --
 
-    async def _resume_map(self, config: RunnableConfig, state: StateSnapshot,
-                          answers: dict[str, Any]) -> dict[str, Any]:
+    async def _resume_map(self, graph: Pregel[Any, Any, Any, Any], config: RunnableConfig,
+                          state: StateSnapshot, answers: dict[str, Any]) -> dict[str, Any]:
         """The resume map, by interrupt id, or ``ResumeRefused`` (nothing is touched)."""
         pending = {interrupt.id: interrupt for interrupt in state.interrupts}
         if not pending and not state.next:
@@ -487,7 +530,7 @@ class LangGraphAgent:
             interrupt_id = keys.get(pause_id, "")
             interrupt = pending.get(interrupt_id)
             if interrupt is None:
-                if interrupt_id and await self._was_asked(config, interrupt_id):
+                if interrupt_id and await _was_asked(graph, config, interrupt_id):
                     raise ResumeRefused(
                         f"Interrupt {interrupt_id} (pause {pause_id}) was answered already, "
                         "or abandoned: the graph is no longer waiting for it.",
@@ -500,11 +543,31 @@ class LangGraphAgent:
             raise ResumeRefused("The continuation carries no answer.", reason="unknown_interrupt")
         return resume
 
-    async def _was_asked(self, config: RunnableConfig, interrupt_id: str) -> bool:
-        async for snapshot in self.graph.aget_state_history(config):
-            if any(interrupt.id == interrupt_id for interrupt in snapshot.interrupts):
-                return True
-        return False
+
+
+async def _was_asked(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig,
+                     interrupt_id: str) -> bool:
+    """Whether the thread ever asked ``interrupt_id``, in any of its checkpoints."""
+    async for snapshot in graph.aget_state_history(config):
+        if any(interrupt.id == interrupt_id for interrupt in snapshot.interrupts):
+            return True
+    return False
+
+
+def _check_saver(saver: Any) -> None:
+    """Refuse what cannot keep a turn's interrupts: no saver, or one without async methods."""
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise InteractionConfigurationError(
+            "a LangGraph agent needs a checkpointer, where its interrupts are kept: pass "
+            "checkpointer= (symfonic_django.checkpoint.DjangoSaver(), or your own) or "
+            "compile the graph with one")
+    if type(saver).aget_tuple is BaseCheckpointSaver.aget_tuple:
+        name = type(saver).__name__
+        raise InteractionConfigurationError(
+            f"the checkpointer {name} implements only LangGraph's sync methods, and the "
+            "adapter streams the graph asynchronously: use its async variant, made for each "
+            f"turn by a callable (checkpointer=lambda: Async{name}.from_conn_string(url) for "
+            "langgraph-checkpoint-postgres), or DjangoSaver()")
 
 
 def _ran_before(state: StateSnapshot, run: Run) -> bool:
@@ -532,7 +595,7 @@ class LangGraphAgentFactory:
     """
 
     def __init__(self, graph: Pregel[Any, Any, Any, Any] | Callable[[Any], Any], *,
-                 checkpointer: BaseCheckpointSaver[Any] | None = None,
+                 checkpointer: Checkpointer | None = None,
                  input: Callable[[Any], Any] | None = None,
                  output: Callable[[Any], Any] | None = None, ttl: float | None = None,
                  input_schema: dict[str, Any] | None = None,
@@ -550,7 +613,7 @@ class LangGraphAgentFactory:
 
 
 def langgraph_agent(graph: Pregel[Any, Any, Any, Any] | Callable[[Any], Any], *,
-                    checkpointer: BaseCheckpointSaver[Any] | None = None,
+                    checkpointer: Checkpointer | None = None,
                     input: Callable[[Any], Any] | None = None,
                     output: Callable[[Any], Any] | None = None, ttl: float | None = None,
                     input_schema: dict[str, Any] | None = None,
