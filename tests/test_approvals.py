@@ -172,3 +172,13 @@ def test_the_review_page_shows_1_of_2_approvals_and_who_approved(client):
     client.post(page, {"decision_0": "approve"})
     assert Pause.objects.get(pk=pause.pk).status == PauseStatus.ANSWERED
     assert "2 of 2 approvals" in client.get(page).content.decode()
+
+
+@pytest.mark.parametrize(("amount", "needed"), [(12.5, 1), (500, 1), (500.01, 2), (9999, 2)])
+def test_the_example_asks_two_approvers_for_a_refund_over_500(settings, amount, needed):
+    settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
+                         "example_project.shop.approvals.two_approvers_over_500"}
+    run = start_run("refund", {"order_id": "A-1", "amount": amount}, scope="acme",
+                    dispatch=False)
+    assert execute_run(run.pk) == RunStatus.PAUSED
+    assert Pause.objects.get(run=run).approvals_needed == needed
