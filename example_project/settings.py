@@ -187,6 +187,8 @@ SYMFONIC = {
     "SCOPE_CACHE_SECONDS": float(os.environ.get("SYMFONIC_SCOPE_CACHE_SECONDS", "10")),
     "ON_EXPIRE": os.environ.get("SYMFONIC_ON_EXPIRE", "fail"),
     # Reviewers of a tenant (Membership, with an email address) are emailed when a pause of
+    # Four eyes: a refund over 500 needs two distinct approvers (DESIGN section 3).
+    "APPROVAL_POLICY": "example_project.shop.approvals.two_approvers_over_500",
     # it is requested, with a link to its page here; never with its token (docs/notifications.md).
     "NOTIFY": {
         "SITE_URL": os.environ.get("SITE_URL", "http://127.0.0.1:8000" if DEMO else ""),
