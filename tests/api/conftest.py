@@ -1,9 +1,13 @@
-"""A real server for the heavier API tests: daphne serving the example project.
+"""Clients of the demo's users, and a real server for the heavier API tests.
 
-The server is an OS process on a free loopback port, reading and writing
-pytest-django's *test* database (so the tests that use it are
-``transaction=True``: what a test writes is committed, and the server sees
-it). It is always terminated when the test ends, and every wait is bounded.
+``alice`` (acme), ``bob`` (globex) and ``admin`` (superuser) are API clients
+with the DRF tokens ``seed_demo`` gives them.
+
+The server (daphne serving the example project) is an OS process on a free
+loopback port, reading and writing pytest-django's *test* database (so the
+tests that use it are ``transaction=True``: what a test writes is committed,
+and the server sees it). It is always terminated when the test ends, and
+every wait is bounded.
 """
 
 from __future__ import annotations
@@ -26,9 +30,42 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
+from rest_framework.test import APIClient
+
+from example_project.shop.management.commands.seed_demo import seed_users
 
 ROOT = Path(__file__).resolve().parents[2]
 DAPHNE = Path(sys.executable).with_name("daphne")
+API = "/api/symfonic/"
+
+
+def client_for(token: str | None) -> APIClient:
+    """A client sending ``Authorization: Token <token>``, or no credentials at all."""
+    client = APIClient()
+    if token:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return client
+
+
+@pytest.fixture
+def users(tenants: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """``admin``, ``alice`` and ``bob`` as ``seed_demo`` makes them: passwords and tokens."""
+    return seed_users()
+
+
+@pytest.fixture
+def alice(users: dict[str, dict[str, str]]) -> APIClient:
+    return client_for(users["alice"]["token"])
+
+
+@pytest.fixture
+def bob(users: dict[str, dict[str, str]]) -> APIClient:
+    return client_for(users["bob"]["token"])
+
+
+@pytest.fixture
+def admin(users: dict[str, dict[str, str]]) -> APIClient:
+    return client_for(users["admin"]["token"])
 
 
 def shared_database_url() -> str:
