@@ -117,11 +117,21 @@ class RefundAgent:
                          "is done."):
                 yield MessageDelta(text=word)
             yield TurnCompleted(output={"refunded": True, **result})
+        elif kind == "respond":
+            # A message to the agent, not a refusal: it says what it heard and does nothing.
+            message = decision.get("message", "")
+            yield MessageCompleted(text=f"The reviewer wrote: “{message}” "
+                                        "I made no refund, and I will follow their note.")
+            yield TurnCompleted(output={"refunded": False, "message": message})
         else:
-            reason = decision.get("message") or ("the approval timed out"
-                                                 if answer == {"timeout": True} else "rejected")
-            yield MessageCompleted(text=f"No refund was made: {reason}.")
-            yield TurnCompleted(output={"refunded": False, "reason": reason})
+            timed_out = answer == {"timeout": True}
+            reason = "the approval timed out" if timed_out else "the reviewer rejected it"
+            message = decision.get("message", "")
+            # The reviewer's words are quoted as given, never run into a sentence of ours.
+            said = f" They wrote: “{message}”" if message else ""
+            yield MessageCompleted(text=f"No refund was made: {reason}.{said}")
+            yield TurnCompleted(output={"refunded": False, "reason": reason,
+                                        **({"message": message} if message else {})})
 
 
 def _proposed_args(pause_id: Any) -> dict[str, Any]:
