@@ -234,6 +234,11 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
         return f"user:{self.request.user.pk}"
 
     @extend_schema(
+        summary="List the pauses you may review",
+        description="The pauses of every scope the caller may review, newest first, as a "
+                    "cursor page `{next, previous, results}`: follow `next` and `previous` as "
+                    "given. Filter by `status` (e.g. `pending`), `kind` and `run`. A pause of "
+                    "another scope is never listed.",
         parameters=[OpenApiParameter("status", str, enum=PauseStatus.values),
                     OpenApiParameter("kind", str, enum=PauseKind.values),
                     OpenApiParameter("run", str, description="Only the pauses of this run."),
@@ -242,7 +247,13 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(responses={200: s.PauseSerializer, **ERRORS})
+    @extend_schema(
+        summary="Read one pause",
+        description="One pause: what the agent asks (`prompt`, and `answer_schema` for a "
+                    "question), its status and expiry, its scope, and once answered who answered "
+                    "what and the run that continues. A pause of a scope the caller may not "
+                    "review is 404 `not_found`, exactly as an unknown id.",
+        responses={200: s.PauseSerializer, **ERRORS})
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
@@ -261,23 +272,41 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
 
         return idempotent(request, self._caller(), handle)
 
-    @extend_schema(request=s.AnswerRequestSerializer, responses=ACCEPTED,
-                   parameters=[IDEMPOTENCY_HEADER])
+    @extend_schema(
+        summary="Answer a pause in full",
+        description="Answer an approval with a `HITLResponse` (one decision per action request, "
+                    "each one its action allows: approve, edit, reject or respond) or a question "
+                    "with a value that fits its `answer_schema`. Needs the `answer_pause` "
+                    "permission. A pause answers once: a second answer is 409 "
+                    "`already_answered`. The 202 names the continuation run and its stream when "
+                    "this was the run's last pending pause, else they are null.",
+        request=s.AnswerRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
     def answer(self, request: Request, pk: str | None = None) -> Response:
         return self._transition(request, s.AnswerRequestSerializer, lambda pk, data, common:
                                 pauses.answer_pause(pk, data["answer"], **common))
 
-    @extend_schema(request=s.ApproveRequestSerializer, responses=ACCEPTED,
-                   parameters=[IDEMPOTENCY_HEADER])
+    @extend_schema(
+        summary="Approve every action of a pause",
+        description="Approve each action the agent proposed, with an optional `comment`. "
+                    "`edited_args` replaces the arguments of a pause with one action (checked "
+                    "against the action's `args_schema`), which records an edit. Needs the "
+                    "`answer_pause` permission; only for approvals (a question is 400 "
+                    "`invalid_answer`).",
+        request=s.ApproveRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
     def approve(self, request: Request, pk: str | None = None) -> Response:
         return self._transition(request, s.ApproveRequestSerializer, lambda pk, data, common:
                                 pauses.approve(pk, comment=data.get("comment", ""),
                                                edited_args=data.get("edited_args"), **common))
 
-    @extend_schema(request=s.RejectRequestSerializer, responses=ACCEPTED,
-                   parameters=[IDEMPOTENCY_HEADER])
+    @extend_schema(
+        summary="Reject every action of a pause",
+        description="Reject each action the agent proposed, with the optional `comment` as the "
+                    "message the agent reads; the agent continues knowing it was refused and "
+                    "performs none of them. Needs the `answer_pause` permission; only for "
+                    "approvals.",
+        request=s.RejectRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
     def reject(self, request: Request, pk: str | None = None) -> Response:
         return self._transition(request, s.RejectRequestSerializer, lambda pk, data, common:
@@ -296,8 +325,13 @@ class ResumeView(SymfonicAPIView):
     throttle_classes = [ResumeThrottle]
     throttle_scope = "symfonic_resume"
 
-    @extend_schema(request=s.ResumeRequestSerializer, responses=ACCEPTED,
-                   parameters=[IDEMPOTENCY_HEADER])
+    @extend_schema(
+        summary="Answer a pause with its signed token",
+        description="The pause's signed, single-use token is the credential: no login is "
+                    "needed (one that is sent is recorded as the one who answered). The answer "
+                    "is as for `pauses/{id}/answer/`. A bad, expired or foreign token is "
+                    "refused and changes nothing; rate limited per client (429 `throttled`).",
+        request=s.ResumeRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
     def post(self, request: Request) -> Response:
         data = _body(s.ResumeRequestSerializer, request)
         token, answer = data["token"], data["answer"]
@@ -326,7 +360,13 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
     def get_queryset(self) -> QuerySet[Run]:
         return Run.objects.in_scopes(reviewer_scope_keys(self.request.user))
 
-    @extend_schema(request=s.RunCreateRequestSerializer, responses=ACCEPTED)
+    @extend_schema(
+        summary="Start a run",
+        description="Queue a turn of a registered agent in the caller's own scope, with `input` "
+                    "checked against the agent's input schema. Needs the `start_run` "
+                    "permission. The 202 names the run and a watch ticket for its websocket "
+                    "stream; `pause` is null.",
+        request=s.RunCreateRequestSerializer, responses=ACCEPTED)
     def create(self, request: Request) -> Response:
         if not request.user.has_perm(START_PERMISSION):
             raise PermissionDenied("You may not start runs (you lack the start_run permission).")
@@ -340,13 +380,25 @@ class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericVie
                         thread_id=data.get("thread_id", ""))
         return accepted(None, run.pk)
 
-    @extend_schema(responses={200: s.RunSerializer, **ERRORS})
+    @extend_schema(
+        summary="Read one run",
+        description="One turn: its agent, status (queued, running, paused, completed, failed), "
+                    "input, output or error, attempts, and its place in the chain (root, parent, "
+                    "the pause it resumed from). A run of a scope the caller may not review is "
+                    "404 `not_found`.",
+        responses={200: s.RunSerializer, **ERRORS})
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(parameters=[OpenApiParameter("after", int, description="Only events with "
-                                                "seq greater than this.")],
-                   responses={200: s.EventPageSerializer, **ERRORS})
+    @extend_schema(
+        summary="Read a run's stored events",
+        description="The run's events with `seq` above `after`, oldest first, at most 1000 per "
+                    "call: ask again with `after` set to the last `seq` seen. The same events "
+                    "the websocket streams; `pause.requested` carries a `token` only for a "
+                    "caller who may answer that pause.",
+        parameters=[OpenApiParameter("after", int, description="Only events with "
+                                     "seq greater than this.")],
+        responses={200: s.EventPageSerializer, **ERRORS})
     @action(detail=True, methods=["get"])
     def events(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()

@@ -51,6 +51,21 @@ def test_docs_page_renders_and_loads_only_this_sites_static_files(page, scripts)
     assert f"{API}schema/" in html
 
 
+def test_every_operation_has_a_summary_and_a_description_of_its_own():
+    operations = {f"{method.upper()} {path}": operation
+                  for path, methods in openapi()["paths"].items()
+                  for method, operation in methods.items()}
+    assert {"GET /api/symfonic/pauses/", "POST /api/symfonic/pauses/{id}/approve/",
+            "POST /api/symfonic/resume/", "POST /api/symfonic/runs/"} <= set(operations)
+    descriptions = {label: (op.get("description") or "").strip()
+                    for label, op in operations.items()}
+    assert all(descriptions.values()), [label for label, d in descriptions.items() if not d]
+    assert len(set(descriptions.values())) == len(descriptions), descriptions
+    ours = {label: op.get("summary") for label, op in operations.items()
+            if not label.endswith("/schema/")}
+    assert all(ours.values()) and len(set(ours.values())) == len(ours), ours
+
+
 def test_the_docs_pages_are_not_operations_of_the_schema():
     assert not [path for path in openapi()["paths"]
                 if "swagger" in path or "redoc" in path]
