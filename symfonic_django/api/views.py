@@ -46,7 +46,7 @@ from ..exceptions import (
 from ..exceptions import (
     NotFound as PauseNotFound,
 )
-from ..models import AnsweredVia, Pause, PauseKind, PauseStatus, Run
+from ..models import AnsweredVia, Pause, PauseKind, PauseStatus, Run, RunStatus
 from ..runs import start_run
 from ..scopes import reviewer_scope_keys
 from ..tokens import mint_watch_ticket
@@ -76,6 +76,8 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 MAX_QUERY_INT = 2**31 - 1
 #: Events per page of ``GET runs/{id}/events/``.
 EVENTS_PAGE = 1000
+#: Exact-match text filters of ``GET runs/``, and their columns' lengths.
+RUN_TEXT_FILTERS = {"agent": 100, "session_id": 200, "thread_id": 200}
 #: Refusals of ``resume/`` that say the token is no good (not the answer, not the pause's
 #: state): each counts against the pause the token names (``FailedTokenAttempts``).
 TOKEN_FAILURES = (InvalidPauseToken, PauseTokenExpired, ScopeMismatch, ScopeUnknown,
@@ -97,6 +99,16 @@ def query_int(request: Request, name: str, default: int, *, minimum: int = 0,
         if minimum <= value <= maximum:
             return value
     raise InvalidRequest(f"{name} must be a whole number from {minimum} to {maximum}.")
+
+
+def query_text(request: Request, name: str, *, max_length: int) -> str | None:
+    """The query parameter ``name`` as text a column can hold, or a 400 saying why not."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if len(raw) > max_length or "\x00" in raw:
+        raise InvalidRequest(f"{name} must be at most {max_length} characters, without NUL.")
+    return raw
 
 
 class SymfonicAPIView(APIView):
@@ -159,7 +171,9 @@ def accepted_resolution(resolution: pauses.Resolution) -> Response:
 CURSOR = re.compile(r"[A-Za-z0-9+/]{1,500}={0,2}")
 
 
-class PauseCursorPagination(CursorPagination):
+class NewestFirstPagination(CursorPagination):
+    """Cursor pages, newest first, of the pause and the run lists."""
+
     ordering = "-created_at"
     page_size = 50
     max_page_size = 200
@@ -204,7 +218,7 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     """Pauses the caller may review, and the three ways to answer one."""
 
     serializer_class = s.PauseSerializer
-    pagination_class = PauseCursorPagination
+    pagination_class = NewestFirstPagination
     permission_classes = [IsAuthenticated]
 
     def get_queryset(self) -> QuerySet[Pause]:
@@ -351,14 +365,45 @@ class ResumeView(SymfonicAPIView):
         return idempotent(request, caller, handle)
 
 
-class RunViewSet(SymfonicAPIView, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Run]):
-    """Start a turn, read it, and read its stored events."""
+class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                 viewsets.GenericViewSet[Run]):
+    """List turns, start one, read one, and read its stored events."""
 
     serializer_class = s.RunSerializer
+    pagination_class = NewestFirstPagination
     permission_classes = [IsAuthenticated]
 
     def get_queryset(self) -> QuerySet[Run]:
-        return Run.objects.in_scopes(reviewer_scope_keys(self.request.user))
+        runs = Run.objects.in_scopes(reviewer_scope_keys(self.request.user))
+        # The filters are the list's; a run read by id is found whatever the query says.
+        return self._filtered(runs) if self.action == "list" else runs
+
+    def _filtered(self, queryset: QuerySet[Run]) -> QuerySet[Run]:
+        if (wanted := self.request.query_params.get("status")) is not None:
+            if wanted not in RunStatus.values:
+                raise InvalidRequest(f"status must be one of {RunStatus.values}.")
+            queryset = queryset.filter(status=wanted)
+        for name, max_length in RUN_TEXT_FILTERS.items():
+            value = query_text(self.request, name, max_length=max_length)
+            if value is not None:
+                queryset = queryset.filter(**{name: value})
+        return queryset
+
+    @extend_schema(
+        summary="List the runs you may review",
+        description="The runs (agent turns) of every scope the caller may review, newest first, "
+                    "as a cursor page `{next, previous, results}` like `GET pauses/`. A resumed "
+                    "turn is a run of its own, with `parent_run_id` and "
+                    "`resumed_from_pause_id`. Filter by `status`, `agent`, `session_id` and "
+                    "`thread_id` (exact values).",
+        parameters=[OpenApiParameter("status", str, enum=RunStatus.values),
+                    OpenApiParameter("agent", str, description="Only runs of this agent."),
+                    OpenApiParameter("session_id", str, description="Only runs of this session."),
+                    OpenApiParameter("thread_id", str, description="Only runs of this thread."),
+                    OpenApiParameter("page_size", int, description="At most 200.")],
+        responses={200: s.RunSerializer(many=True), **ERRORS})
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
 
     @extend_schema(
         summary="Start a run",
