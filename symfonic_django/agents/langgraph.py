@@ -41,7 +41,8 @@ which LangGraph itself does not (checked on langgraph 1.2.24): an unknown or
 already used interrupt id, a finished thread, and a ``HITLResponse`` whose
 decisions do not match the pending action requests are refused with
 ``ResumeRefused`` before the graph is touched, and the turn ends
-``turn.failed`` with code ``resume_refused``. The pauses' answers were already
+``turn.failed`` with code ``resume_refused`` and a message that starts with
+the refusal's reason (``refusal_message``). The pauses' answers were already
 checked against their prompts when they were given (``pauses.validate_answer``);
 the check here is against the thread, which is what the graph will read.
 
@@ -100,7 +101,7 @@ from .base import Continuation, TurnContext
 
 __all__ = ["Checkpointer", "LangGraphAgent", "LangGraphAgentFactory", "PauseRequest",
            "STRICT_RESUME", "SaverFactory", "Transcript", "langgraph_agent",
-           "last_message_text", "pause_request", "resume_value"]
+           "last_message_text", "pause_request", "refusal_message", "resume_value"]
 
 #: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
 #: ``UnknownInterruptError`` instead of being ignored (or landing on the node's next
@@ -441,7 +442,7 @@ class LangGraphAgent:
                 try:
                     resume = await self._resume_map(graph, config, state, continuation.answers)
                 except ResumeRefused as refusal:
-                    yield TurnFailed(code=refusal.code, message=refusal.detail)
+                    yield TurnFailed(code=refusal.code, message=refusal_message(refusal))
                     return
                 graph_input = Command(resume=resume)
                 config = {**config,
@@ -568,6 +569,17 @@ def _check_saver(saver: Any) -> None:
             "adapter streams the graph asynchronously: use its async variant, made for each "
             f"turn by a callable (checkpointer=lambda: Async{name}.from_conn_string(url) for "
             "langgraph-checkpoint-postgres), or DjangoSaver()")
+
+
+def refusal_message(refusal: ResumeRefused) -> str:
+    """The ``turn.failed`` (and ``run.error``) message of a refused resume: its reason first.
+
+    ``"<reason>: <detail>"``, the reason one of ``ResumeRefused.REASONS``, so a
+    client reads it as ``message.partition(": ")[0]``. The reason goes in the
+    message because ``turn.failed``'s data is pinned to ``code`` and ``message``
+    (DESIGN section 7), and ``run.error`` copies them.
+    """
+    return f"{refusal.reason}: {refusal.detail}"
 
 
 def _ran_before(state: StateSnapshot, run: Run) -> bool:
