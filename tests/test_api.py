@@ -562,13 +562,40 @@ def test_answered_sibling_has_no_run_or_stream_until_the_last_is_answered(alice)
 def test_pause_json_has_exactly_the_pinned_keys(alice):
     run, pause = paused_run()
     body = alice.get(f"{API}pauses/{pause.pk}/").json()
-    assert set(body) == PAUSE_KEYS
+    # DESIGN section 6 allows fields beside the pinned ones; this app adds ``scope``.
+    assert set(body) == PAUSE_KEYS | {"scope"}
     assert body["id"] == str(pause.pk) and body["run_id"] == str(run.pk)
     assert body["root_run_id"] == str(run.pk) and body["kind"] == "approval"
     assert body["status"] == "pending" and body["prompt"]["action_requests"][0]["name"] == "ship"
     assert body["answered_by"] is body["answer"] is body["answered_at"] is None
     assert body["continuation_run_id"] is None
-    assert set(alice.get(f"{API}pauses/").json()["results"][0]) == PAUSE_KEYS
+    assert set(alice.get(f"{API}pauses/").json()["results"][0]) == PAUSE_KEYS | {"scope"}
+
+
+def test_a_pause_names_its_scope_to_its_reviewers(alice, bob, admin):
+    _, acme_pause = paused_run(scope="acme")
+    _, globex_pause = paused_run(scope="globex")
+    assert alice.get(f"{API}pauses/{acme_pause.pk}/").json()["scope"] == "acme"
+    assert [p["scope"] for p in bob.get(f"{API}pauses/").json()["results"]] == ["globex"]
+    assert {p["id"]: p["scope"] for p in admin.get(f"{API}pauses/").json()["results"]} == {
+        str(acme_pause.pk): "acme", str(globex_pause.pk): "globex"}
+    answered = assert_accepted(post(alice, f"pauses/{acme_pause.pk}/approve/"))
+    assert answered["pause"]["scope"] == "acme"
+
+
+def test_a_token_holder_who_is_no_reviewer_is_not_told_the_scope(tenants):
+    """A token carries only a keyed hash of its scope (rule C4); the 202 does not undo that."""
+    _, pause = paused_run()
+    body = assert_accepted(post(APIClient(), "resume/", {"token": token_for(pause),
+                                                         "answer": APPROVE}))
+    assert body["pause"]["id"] == str(pause.pk) and body["pause"]["scope"] is None
+    assert b"acme" not in json.dumps(body).encode()
+
+
+def test_a_token_holder_who_reviews_the_scope_is_told_it(alice):
+    _, pause = paused_run()
+    body = assert_accepted(post(alice, "resume/", {"token": token_for(pause), "answer": APPROVE}))
+    assert body["pause"]["scope"] == "acme"
 
 
 # --- the list: cursor pages and filters ------------------------------------------------------------

@@ -10,6 +10,14 @@ from ..models import Pause, Run
 
 
 class PauseSerializer(serializers.ModelSerializer[Pause]):
+    """A pause: the pinned keys of DESIGN section 6, and ``scope``.
+
+    ``scope`` is the pause's scope key (its tenant), shown to reviewers of that
+    scope. A view serializing a pause for a caller who may not review its scope
+    (a token holder on ``resume/``) passes ``context={"show_scope": False}``,
+    and ``scope`` is null.
+    """
+
     run_id = serializers.UUIDField(read_only=True)
     root_run_id = serializers.UUIDField(read_only=True)
     answered_by = serializers.SerializerMethodField()
@@ -18,17 +26,22 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
     prompt = serializers.JSONField()
     answer_schema = serializers.JSONField(allow_null=True)
     answer = serializers.JSONField(allow_null=True)
+    scope = serializers.SerializerMethodField(
+        help_text="The pause's scope key (its tenant); null for a caller who may not review it.")
 
     class Meta:
         model = Pause
         fields = ["id", "kind", "status", "prompt", "answer_schema", "run_id", "root_run_id",
                   "session_id", "thread_id", "created_at", "expires_at", "answered_at",
-                  "answered_by", "answer", "continuation_run_id"]
+                  "answered_by", "answer", "continuation_run_id", "scope"]
         read_only_fields = fields
 
     def get_answered_by(self, pause: Pause) -> str | None:
         reviewer = pause.answered_by
         return None if reviewer is None else reviewer.get_username()
+
+    def get_scope(self, pause: Pause) -> str | None:
+        return pause.scope_key if self.context.get("show_scope", True) else None
 
 
 class RunSerializer(serializers.ModelSerializer[Run]):

@@ -48,7 +48,7 @@ from ..exceptions import (
 )
 from ..models import AnsweredVia, Pause, PauseKind, PauseStatus, Run, RunStatus
 from ..runs import start_run
-from ..scopes import reviewer_scope_keys
+from ..scopes import may_review, reviewer_scope_keys
 from ..tokens import mint_watch_ticket
 from . import serializers as s
 from .errors import exception_handler
@@ -152,19 +152,24 @@ def _body(serializer_class: type[Serializer[Any]], request: Request) -> dict[str
     return validated
 
 
-def accepted(pause: Pause | None, run_id: Any | None) -> Response:
+def accepted(pause: Pause | None, run_id: Any | None, *, show_scope: bool = True) -> Response:
+    """The pinned 202. ``show_scope=False`` gives the pause's ``scope`` as null."""
     stream = None
     if run_id is not None:
         stream = {"path": f"/ws/symfonic/runs/{run_id}/", "ticket": mint_watch_ticket(str(run_id))}
-    body = {"pause": s.PauseSerializer(pause).data if pause is not None else None,
-            "run_id": str(run_id) if run_id is not None else None, "stream": stream}
+    shown = None
+    if pause is not None:
+        shown = s.PauseSerializer(pause, context={"show_scope": show_scope}).data
+    body = {"pause": shown, "run_id": str(run_id) if run_id is not None else None,
+            "stream": stream}
     return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-def accepted_resolution(resolution: pauses.Resolution) -> Response:
+def accepted_resolution(resolution: pauses.Resolution, *, show_scope: bool = True) -> Response:
     """The 202 for an answered pause: the turn that will run, if this was its last pause."""
     continuation = resolution.continuation
-    return accepted(resolution.pause, continuation.pk if continuation is not None else None)
+    return accepted(resolution.pause, continuation.pk if continuation is not None else None,
+                    show_scope=show_scope)
 
 
 #: A cursor DRF issues: standard base64 of a short query string (position, offset, reverse).
@@ -344,7 +349,8 @@ class ResumeView(SymfonicAPIView):
         description="The pause's signed, single-use token is the credential: no login is "
                     "needed (one that is sent is recorded as the one who answered). The answer "
                     "is as for `pauses/{id}/answer/`. A bad, expired or foreign token is "
-                    "refused and changes nothing; rate limited per client (429 `throttled`).",
+                    "refused and changes nothing; rate limited per client (429 `throttled`). "
+                    "The pause's `scope` in the 202 is null unless the caller may review it.",
         request=s.ResumeRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
     def post(self, request: Request) -> Response:
         data = _body(s.ResumeRequestSerializer, request)
@@ -360,7 +366,10 @@ class ResumeView(SymfonicAPIView):
             except TOKEN_FAILURES:
                 attempts.count()
                 raise
-            return accepted_resolution(res)
+            # A token holder need not be a reviewer; the tenant's key is for reviewers
+            # (tokens carry only its keyed hash, rule C4).
+            return accepted_resolution(res, show_scope=actor is not None and may_review(
+                actor, res.pause.scope_key))
 
         return idempotent(request, caller, handle)
 
