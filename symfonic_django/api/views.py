@@ -12,7 +12,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
@@ -20,7 +20,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
@@ -51,6 +51,7 @@ from ..runs import start_run
 from ..scopes import may_review, reviewer_scope_keys
 from ..tokens import mint_watch_ticket
 from . import serializers as s
+from .authentication import not_authenticated_detail
 from .errors import exception_handler
 from .idempotency import idempotent
 from .parsers import BoundedJSONParser, max_body_bytes
@@ -112,7 +113,14 @@ def query_text(request: Request, name: str, *, max_length: int) -> str | None:
 
 
 class SymfonicAPIView(APIView):
-    """Base of every view: the pinned error body, 401 for missing credentials, size cap."""
+    """Base of every view: the pinned error body, 401 for missing credentials, size cap.
+
+    A view that needs a login answers a request no authenticator accepted with
+    401 ``not_authenticated``, naming the credentials the deployment takes
+    (``authentication.py``): no header, ``Authorization: Bearer ...`` and a
+    header nobody can read alike. A view that needs none (``resume/``) ignores
+    a header it does not understand, as DRF does.
+    """
 
     # Bodies are JSON (DESIGN section 6). Accepting forms too would document them
     # in the schema, and daphne refuses a malformed multipart body itself, with a
@@ -131,6 +139,12 @@ class SymfonicAPIView(APIView):
             if header:
                 return header
         return 'Session realm="api"'
+
+    def permission_denied(self, request: Request, message: str | None = None,
+                          code: str | None = None) -> NoReturn:
+        if request.authenticators and not request.successful_authenticator:
+            raise NotAuthenticated(not_authenticated_detail(request, self.get_authenticators()))
+        super().permission_denied(request, message, code)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         length = request.META.get("CONTENT_LENGTH") or "0"
