@@ -46,7 +46,7 @@ install-check: install services
 demo: export SYMFONIC_DEMO = 1
 demo: install
 	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py seed_demo --pauses 3 > .demo-seed.txt
+	$(PY) manage.py seed_demo --pauses 3 --showcase > .demo-seed.txt
 	@echo
 	@echo "symfonic_django demo on http://$(HOST):$(PORT)/"
 	@echo "  admin:  http://$(HOST):$(PORT)/admin/"
@@ -55,8 +55,11 @@ demo: install
 	@echo
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) example_project.asgi:application
 
+# Its own database, so a smoke run never leaves its answered pause in the demo's.
 smoke: export SYMFONIC_DEMO = 1
+smoke: export SQLITE_PATH = smoke.sqlite3
 smoke: install
+	rm -f smoke.sqlite3
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --smoke
 
@@ -75,4 +78,4 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) .venv312 demo.sqlite3 artifacts .demo-seed.txt
+	rm -rf $(VENV) .venv312 demo.sqlite3 smoke.sqlite3 artifacts .demo-seed.txt

@@ -148,3 +148,52 @@ def refund_agent(tenant: Any) -> RefundAgent:
 
 # Read by start_run (the API's POST runs/ included): an input outside it never becomes a run.
 refund_agent.input_schema = REFUND_ARGS_SCHEMA  # type: ignore[attr-defined]
+
+
+#: The carriers the shipping agent may book, and what it asks a person to choose.
+CARRIERS = ["dhl", "ups", "fedex"]
+CARRIER_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string", "minLength": 1, "maxLength": 100}},
+    "required": ["order_id"],
+    "additionalProperties": False,
+}
+
+
+class ShippingAgent:
+    """Asks a question, not an approval: which carrier ships an order's replacement.
+
+    Registered as ``shipping``; input ``{"order_id": str}``. The answer is
+    ``{"carrier": "dhl" | "ups" | "fedex"}``, checked against the pause's schema.
+    """
+
+    async def start_typed(self, context: TurnContext, input: Any) -> AsyncGenerator[Event, None]:
+        order_id = input["order_id"]
+        yield MessageCompleted(text=f"The replacement for order {order_id} is packed.")
+        await request_pause(kind="question", idempotency_key="carrier", prompt={
+            "question": f"Which carrier should ship the replacement for order {order_id}?",
+            "description": "Pick the carrier; the agent books it.",
+        }, answer_schema={
+            "type": "object",
+            "properties": {"carrier": {"type": "string", "enum": CARRIERS}},
+            "required": ["carrier"],
+            "additionalProperties": False,
+        })
+
+    async def continue_recovered_typed(
+        self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
+    ) -> AsyncGenerator[Event, None]:
+        answer = continuation.answer
+        if isinstance(answer, dict) and answer.get("carrier") in CARRIERS:
+            yield MessageCompleted(text=f"Booked {answer['carrier'].upper()} for the replacement.")
+            yield TurnCompleted(output={"carrier": answer["carrier"]})
+        else:  # the question expired (ON_EXPIRE="resume")
+            yield MessageCompleted(text="Nobody chose a carrier in time; nothing was booked.")
+            yield TurnCompleted(output={"carrier": None})
+
+
+def shipping_agent(tenant: Any) -> ShippingAgent:
+    return ShippingAgent()
+
+
+shipping_agent.input_schema = CARRIER_INPUT_SCHEMA  # type: ignore[attr-defined]

@@ -175,7 +175,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-AGENTS = {"refund": "example_project.agents.refund_agent"}
+AGENTS = {
+    "refund": "example_project.agents.refund_agent",
+    # Asks a question (which carrier), where refund asks an approval.
+    "shipping": "example_project.agents.shipping_agent",
+}
 # The LangGraph refund agent needs the [langgraph] extra; without it the example runs the
 # plain agent alone.
 if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_core")):

@@ -39,3 +39,18 @@ def test_a_rejection_quotes_the_reviewer_without_running_into_its_full_stop(tena
     assert said == ("No refund was made: the reviewer rejected it. "
                     "They wrote: \u201cNot before Nov 28.\u201d")
     assert ".." not in said and not Refund.objects.exists()
+
+
+def test_the_shipping_agent_asks_which_carrier_and_books_the_answer(tenants):
+    _, pause = paused_run("shipping", {"order_id": "A-7"})
+    assert pause.kind == "question"
+    run, said = finish(pauses.answer_pause(pause.pk, {"carrier": "ups"}))
+    assert run.output == {"carrier": "ups"} and said == "Booked UPS for the replacement."
+
+
+def test_the_shipping_agent_refuses_a_carrier_it_does_not_know(tenants):
+    from symfonic_django.exceptions import InvalidAnswer
+
+    _, pause = paused_run("shipping", {"order_id": "A-7"})
+    with pytest.raises(InvalidAnswer):
+        pauses.answer_pause(pause.pk, {"carrier": "pigeon"})

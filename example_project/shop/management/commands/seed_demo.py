@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
 
 from example_project.shop.models import Membership, Tenant
+from symfonic_django.hitl import question_text
 from symfonic_django.models import Pause, PauseStatus
 from symfonic_django.pauses import token_for
 from symfonic_django.runs import start_run
@@ -55,14 +56,27 @@ def seed_users() -> dict[str, dict[str, str]]:
     return out
 
 
-def seed_pause(tenant: Tenant, rng: random.Random) -> dict[str, str]:
+def seed_pause(tenant: Tenant, rng: random.Random, *, agent: str = "refund",
+               amount: float | None = None) -> dict[str, str]:
     order = f"{tenant.slug.upper()}-{rng.randint(1000, 9999)}"
-    run = start_run("refund", {"order_id": order, "amount": rng.choice([12.5, 40, 99.99])},
-                    scope=tenant, dispatch=False)
+    given = {"order_id": order}
+    if agent == "refund":
+        given["amount"] = amount if amount is not None else rng.choice([12.5, 40, 99.99])
+    run = start_run(agent, given, scope=tenant, dispatch=False)
     execute_run(run.pk)
     pause = Pause.objects.get(run=run, status=PauseStatus.PENDING)
     return {"id": str(pause.pk), "token": token_for(pause), "tenant": tenant.slug,
             "run_id": str(run.pk)}
+
+
+def describe(pause_id: str) -> str:
+    """What a seeded pause asks, for the demo's printout."""
+    pause = Pause.objects.get(pk=pause_id)
+    if pause.kind == "question":
+        return f"question: {question_text(pause.prompt)}"
+    text = "; ".join(a.get("description") or a["name"] for a in pause.prompt["action_requests"])
+    needs = f", needs {pause.approvals_needed} approvers" if pause.approvals_needed > 1 else ""
+    return f"approval: {text}{needs}"
 
 
 class Command(BaseCommand):
@@ -71,12 +85,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--pauses", type=int, default=3, help="pending pauses in acme")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
+        parser.add_argument("--showcase", action="store_true",
+                            help="also a question pause and a refund over 500 that needs two "
+                                 "approvers, in acme (make demo)")
 
-    def handle(self, *args, pauses: int, json: bool, **options):
+    def handle(self, *args, pauses: int, json: bool, showcase: bool, **options):
         users = seed_users()
         rng = random.Random()
         acme, globex = Tenant.objects.get(slug="acme"), Tenant.objects.get(slug="globex")
         seeded = [seed_pause(acme, rng) for _ in range(pauses)] + [seed_pause(globex, rng)]
+        if showcase:
+            seeded += [seed_pause(acme, rng, agent="shipping"),
+                       seed_pause(acme, rng, amount=750)]
         result = {"users": users, "pauses": seeded}
         if json:
             self.stdout.write(_json.dumps(result))
@@ -84,7 +104,7 @@ class Command(BaseCommand):
             for name, creds in users.items():
                 self.stdout.write(f"user {name} / {creds['password']}  token {creds['token']}")
             for p in seeded:
-                self.stdout.write(f"pending pause {p['id']} ({p['tenant']})")
+                self.stdout.write(f"pending pause {p['id']} ({p['tenant']}; {describe(p['id'])})")
 
 
 _json = json
