@@ -299,6 +299,10 @@ class Decision(AuditRecord):
             models.Index(fields=["via", "-id"], name="symfonic_decision_via_idx"),
             # A reviewer's decisions, newest first; the scope filter's choices.
             models.Index(fields=["scope_key", "-id"], name="symfonic_decision_scope_idx"),
+            # A reviewer's list filtered by action or by surface: its scope's range of them.
+            models.Index(fields=["scope_key", "action", "-id"],
+                         name="symfonic_decision_scopeact_idx"),
+            models.Index(fields=["scope_key", "via", "-id"], name="symfonic_decision_scopevia_idx"),
         ]
 
     def __str__(self) -> str:
