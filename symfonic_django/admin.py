@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
@@ -29,7 +31,7 @@ from django.db.models import Count, Field, Model, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
@@ -91,15 +93,40 @@ def _scalar(value: Any) -> str:
 def summarize(pause: Pause) -> str:
     """One line: the proposed action(s) with their arguments, or the question."""
     if pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict):
-        calls = []
-        for request in pause.prompt.get("action_requests") or []:
-            args = ", ".join(f"{k}={_scalar(v)}" for k, v in (request.get("args") or {}).items())
-            calls.append(f"{request.get('name')}({args})")
-        text = "; ".join(calls)
+        text = "; ".join(call_text(r) for r in pause.prompt.get("action_requests") or [])
     else:
         text = hitl.question_text(pause.prompt)
     # Truncator normalizes and walks the text; most summaries are short enough as they are.
     return text if len(text) <= SUMMARY_CHARS else Truncator(text).chars(SUMMARY_CHARS)
+
+
+#: A headline longer than this is cut (the page shows it whole).
+HEADLINE_CHARS = 160
+
+
+def call_text(request: Any) -> str:
+    """One action request as a call: ``refund(order_id=A-1, amount=99.99)``."""
+    request = request if isinstance(request, dict) else {}
+    args = request.get("args")
+    listed = (", ".join(f"{k}={_scalar(v)}" for k, v in args.items())
+              if isinstance(args, dict) else _scalar(args))
+    return f"{request.get('name')}({listed})"
+
+
+def headline(pause: Pause) -> str:
+    """What a reviewer reads first: the agent's description of the (first) proposed
+    action, or its call when it has none, or the question's words."""
+    if pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict):
+        requests = [r for r in pause.prompt.get("action_requests") or [] if isinstance(r, dict)]
+        first = requests[0] if requests else {}
+        description = first.get("description")
+        text = description if isinstance(description, str) and description else call_text(first)
+        if len(requests) > 1:
+            more = len(requests) - 1
+            text += f" (and {more} more action{'s' * (more != 1)})"
+    else:
+        text = hitl.question_text(pause.prompt)
+    return text if len(text) <= HEADLINE_CHARS else Truncator(text).chars(HEADLINE_CHARS)
 
 
 def args_rows(args: Any) -> list[tuple[str, str, bool]]:
@@ -240,13 +267,41 @@ class AgentFilter(FixedChoicesFilter):
         return sorted(settings.AGENTS)
 
 
+@dataclass(frozen=True)
+class BoundedCount:
+    """A number of rows: exact, or PostgreSQL's estimate when ``is_estimate``."""
+
+    rows: int
+    is_estimate: bool
+
+    def __str__(self) -> str:
+        return f"≈ {self.rows:,}" if self.is_estimate else f"{self.rows:,}"
+
+
+def bounded_count(queryset: QuerySet[Any]) -> BoundedCount:
+    """How many rows ``queryset`` holds, reading no more than ``EXACT_COUNT_UP_TO + 1``.
+
+    Exact up to ``EXACT_COUNT_UP_TO`` rows. Beyond, on PostgreSQL, the planner's
+    estimate: an exact ``COUNT(*)`` reads every matching row, and over a large
+    table that costs more than the page it numbers. Other databases count exactly.
+    """
+    queryset = queryset.order_by()
+    if connections[queryset.db].vendor != "postgresql":
+        return BoundedCount(queryset.count(), is_estimate=False)
+    counted = queryset[:EXACT_COUNT_UP_TO + 1].count()
+    # Asked whatever the count, so that a page makes the same queries at any size;
+    # a plan reads no rows.
+    estimate = pg.planner_rows(queryset)
+    if counted <= EXACT_COUNT_UP_TO:
+        return BoundedCount(counted, is_estimate=False)
+    return BoundedCount(max(counted, estimate), is_estimate=True)
+
+
 class EstimatingPaginator(PaginatorBase):
     """A paginator that never reads more than ``EXACT_COUNT_UP_TO + 1`` rows to count them.
 
-    ``count`` is exact up to ``EXACT_COUNT_UP_TO`` rows. Beyond, on PostgreSQL,
-    it is the planner's estimate and ``count_is_estimate`` is true: an exact
-    ``COUNT(*)`` reads every matching row, and over a large table that costs
-    more than the page it numbers. Other databases count exactly.
+    ``count`` is ``bounded_count``'s: exact up to ``EXACT_COUNT_UP_TO`` rows;
+    beyond, on PostgreSQL, the planner's estimate, and ``count_is_estimate`` is true.
     """
 
     count_is_estimate = False
@@ -265,17 +320,9 @@ class EstimatingPaginator(PaginatorBase):
     def count(self) -> int:
         if not isinstance(self.object_list, QuerySet):
             return super().count
-        queryset = self.object_list.order_by()
-        if connections[queryset.db].vendor != "postgresql":
-            return super().count
-        counted = queryset[:EXACT_COUNT_UP_TO + 1].count()
-        # Asked on every page, not only past the limit, so that a list makes the same
-        # queries at any size; a plan reads no rows.
-        estimate = pg.planner_rows(queryset)
-        if counted <= EXACT_COUNT_UP_TO:
-            return counted
-        self.count_is_estimate = True
-        return max(counted, estimate)
+        counted = bounded_count(self.object_list)
+        self.count_is_estimate = counted.is_estimate
+        return counted.rows
 
 
 def _filtered_by(spec: Any) -> str:
@@ -512,6 +559,49 @@ def _with_uuid_search(found: QuerySet[Any], queryset: QuerySet[Any], term: str,
 
 # --- pauses ------------------------------------------------------------------------
 
+#: Selects a tab's pauses among the reviewer's (already narrowed to their scopes).
+TabSelect = Callable[[QuerySet[Any], HttpRequest], QuerySet[Any]]
+
+
+@dataclass(frozen=True)
+class InboxTab:
+    """One list of the reviewer's inbox: ``?show=<slug>``.
+
+    Each tab is counted (``bounded_count``) on every inbox page and paged when
+    shown, so ``select`` should be served by an index of the pause table.
+    """
+
+    slug: str
+    label: str
+    select: TabSelect
+    #: Pending work is read oldest first (the longest waiting); the rest newest first.
+    oldest_first: bool = False
+
+
+def _in_status(status: str) -> TabSelect:
+    def select(queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
+        return queryset.filter(status=status)
+
+    return select
+
+
+#: The inbox's tabs by status, the reviewer's work first.
+STATUS_TABS = (
+    InboxTab("pending", "Waiting", _in_status(PauseStatus.PENDING), oldest_first=True),
+    InboxTab("answered", "Answered", _in_status(PauseStatus.ANSWERED)),
+    InboxTab("expired", "Expired", _in_status(PauseStatus.EXPIRED)),
+    InboxTab("cancelled", "Cancelled", _in_status(PauseStatus.CANCELLED)),
+)
+#: Rows on one inbox page.
+INBOX_PER_PAGE = 50
+
+
+def _moment(when: Any) -> dict[str, str]:
+    """A time as the inbox shows it: ISO for machines, local with its zone for people."""
+    local = timezone.localtime(when)
+    return {"iso": when.isoformat(), "text": local.strftime("%Y-%m-%d %H:%M %Z")}
+
+
 @admin.register(Pause)
 class PauseAdmin(ScopedReadOnlyAdmin):
     review_template = "admin/symfonic_django/pause/review.html"
@@ -535,7 +625,11 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description="action or question")
     def summary(self, obj: Pause) -> str:
-        return summarize(obj)
+        """The headline (the agent's description), and the call below it when it differs."""
+        text, call = headline(obj), summarize(obj)
+        if call == text:
+            return text
+        return format_html('{}<br><span class="quiet symfonic-call">{}</span>', text, call)
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: Pause) -> str:
@@ -579,6 +673,100 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         found = queryset.filter(search_text__contains=words) if words else queryset
         return _with_uuid_search(found, queryset, term,
                                  ("pk", "run_id", "root_run_id", "continuation_id")), False
+
+    # --- the inbox -----------------------------------------------------------------
+
+    inbox_template = "admin/symfonic_django/pause/inbox.html"
+
+    def get_urls(self) -> list[Any]:
+        inbox = path("inbox/", self.admin_site.admin_view(self.inbox_view),
+                     name=f"{self.opts.app_label}_{self.opts.model_name}_inbox")
+        return [inbox, *super().get_urls()]
+
+    def inbox_tabs(self, request: HttpRequest) -> list[InboxTab]:
+        """The inbox's lists: pending first, then the other statuses, then the
+        reviewer's own (``personal_inbox_tabs``)."""
+        return [*STATUS_TABS, *self.personal_inbox_tabs(request)]
+
+    def personal_inbox_tabs(self, request: HttpRequest) -> list[InboxTab]:
+        """Tabs of the reviewer's own work, such as "claimed by me": none yet.
+
+        This is the hook for them. Review claims (a ``Pause.claimed_by``) do not
+        exist yet; "awaiting my approval" and "decided by me" would each read
+        pauses by a column no index leads with (every pending pause checked for
+        the user's approval; ``answered_by``), which at a million pauses is a
+        scan, not a free tab. A tab added here is counted and paged like the
+        others: give it an index first.
+        """
+        return []
+
+    def inbox_view(self, request: HttpRequest) -> TemplateResponse:
+        """The reviewer's landing page: the pauses of their scopes, pending ones first and
+        oldest first, each with its headline, tenant and time to expiry; a count per tab.
+
+        The same scopes as the pause list (``get_queryset``); the same bounded counting
+        (``bounded_count``) and paging; the same queries whatever the number of rows.
+        """
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        tabs = self.inbox_tabs(request)
+        shown = next((tab for tab in tabs if tab.slug == request.GET.get("show", tabs[0].slug)),
+                     None)
+        if shown is None:
+            raise BadRequest("The inbox has no such list.")
+        visible = self.get_queryset(request)
+        order = ("created_at", "pk") if shown.oldest_first else ("-created_at", "-pk")
+        approved = (Decision.objects.filter(pause=OuterRef("pk"), action=Decision.Action.APPROVE)
+                    .order_by().values("pause").annotate(n=Count("pk")).values("n"))
+        listed = (shown.select(visible, request).order_by(*order)
+                  .select_related("run", "answered_by")
+                  .annotate(approvals_have=Coalesce(Subquery(approved), 0)))
+        paginator = EstimatingPaginator(listed, INBOX_PER_PAGE)
+        page = paginator.get_page(request.GET.get("p"))
+        counts = {tab.slug: (BoundedCount(paginator.count, paginator.count_is_estimate)
+                             if tab is shown else bounded_count(tab.select(visible, request)))
+                  for tab in tabs}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "title": "Inbox",
+            "subtitle": None,
+            "tabs": [{"slug": tab.slug, "label": tab.label, "count": counts[tab.slug],
+                      "current": tab is shown} for tab in tabs],
+            "shown": shown,
+            "page": page,
+            "rows": [self._inbox_row(pause) for pause in page.object_list],
+            "can_answer": self.has_answer_permission(request),
+            "media": self.media,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.inbox_template, context)
+
+    def _inbox_row(self, pause: Pause) -> dict[str, Any]:
+        now = timezone.now()
+        if pause.is_pending:
+            left = (pause.expires_at - now).total_seconds()
+            when = f"expires in {span(left)}" if left > 0 else "overdue: expiring now"
+            moment = _moment(pause.expires_at)
+        else:
+            done = pause.answered_at or pause.updated_at
+            who = (f" by {pause.answered_by.get_username()}"
+                   if pause.answered_by is not None else "")
+            when = f"{pause.get_status_display().lower()} {span((now - done).total_seconds())} " \
+                   f"ago{who}"
+            moment = _moment(done)
+        have = int(pause.approvals_have)  # type: ignore[attr-defined]  # inbox_view's
+        return {
+            "pause": pause,
+            "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
+            "headline": headline(pause),
+            "when": when,
+            "moment": moment,
+            "asked": span((now - pause.created_at).total_seconds()),
+            "approvals": (f"{have} of {pause.approvals_needed} approvals"
+                          if pause.approvals_needed > 1 and pause.is_pending else ""),
+        }
 
     # --- answering ------------------------------------------------------------------
 
