@@ -46,6 +46,9 @@ def seed_users() -> dict[str, dict[str, str]]:
         user, _ = User.objects.get_or_create(username=name)
         user.is_staff = True
         user.is_superuser = spec["superuser"]
+        # So the demo's reviewers get the "a pause waits for you" email (printed to the
+        # console in the demo: docs/notifications.md).
+        user.email = f"{name}@example.com"
         user.set_password(spec["password"])
         user.save()
         user.user_permissions.add(*may_act, *view_perms)
