@@ -413,6 +413,7 @@ class LangGraphAgent:
             self.saver_factory = checkpointer
         if self.saver_factory is None:
             _check_saver(graph.checkpointer)
+        _refuse_static_breakpoints(graph)
         self.graph = graph
         self.input = input or (lambda value: value)
         self.output = output or last_message_text
@@ -571,6 +572,22 @@ def _check_saver(saver: Any) -> None:
             "langgraph-checkpoint-postgres), or DjangoSaver()")
 
 
+def _refuse_static_breakpoints(graph: Pregel[Any, Any, Any, Any]) -> None:
+    """Refuse a graph compiled with ``interrupt_before`` / ``interrupt_after``.
+
+    A static breakpoint stops the graph with no interrupt to answer, so no pause
+    could continue it. One inside a subgraph is only seen when the graph stops
+    there: the turn then fails the same way (``_drive``).
+    """
+    nodes = {"interrupt_before": graph.interrupt_before_nodes,
+             "interrupt_after": graph.interrupt_after_nodes}
+    given = {name: value for name, value in nodes.items() if value}
+    if given:
+        raise InteractionConfigurationError(
+            f"the graph is compiled with static breakpoints ({given}), which stop it without "
+            "an interrupt() a person could answer; call interrupt() in the node instead")
+
+
 def refusal_message(refusal: ResumeRefused) -> str:
     """The ``turn.failed`` (and ``run.error``) message of a refused resume: its reason first.
 
@@ -600,10 +617,14 @@ def _interrupt_ids(pause_ids: list[str]) -> dict[str, str]:
 
 
 class LangGraphAgentFactory:
-    """``agent_for(scope)`` for ``SYMFONIC["AGENTS"]``: a ``LangGraphAgent`` per turn.
+    """``agent_for(scope)`` for ``SYMFONIC["AGENTS"]``: the ``LangGraphAgent`` of a turn.
 
     ``graph`` is a compiled graph, or a factory ``scope -> graph`` called for
     each turn; ``input_schema`` is checked by ``start_run`` before a run exists.
+    A compiled graph is checked here, when the agent is registered, so a
+    graph without a checkpointer, or with static breakpoints, is refused
+    (``InteractionConfigurationError``) before any run; a factory's graph is
+    checked when a turn builds it.
     """
 
     def __init__(self, graph: Pregel[Any, Any, Any, Any] | Callable[[Any], Any], *,
@@ -617,9 +638,15 @@ class LangGraphAgentFactory:
         self.input, self.output, self.ttl = input, output, ttl
         self.input_schema = input_schema
         self.args_schemas = args_schemas
+        # One agent serves every turn of a compiled graph: it keeps nothing of a turn.
+        self.agent = self._agent(graph) if isinstance(graph, Pregel) else None
 
     def __call__(self, scope: Any) -> LangGraphAgent:
-        graph = self.graph if isinstance(self.graph, Pregel) else self.graph(scope)
+        if self.agent is not None:
+            return self.agent
+        return self._agent(cast(Callable[[Any], Any], self.graph)(scope))
+
+    def _agent(self, graph: Pregel[Any, Any, Any, Any]) -> LangGraphAgent:
         return LangGraphAgent(graph, checkpointer=self.checkpointer, input=self.input,
                               output=self.output, ttl=self.ttl, args_schemas=self.args_schemas)
 
