@@ -47,6 +47,11 @@ __all__ = ["Continuation", "LeaseLost", "TurnContext", "afenced", "current_turn"
            "execute_run", "fenced", "request_pause", "stream_turn", "worker_name"]
 
 
+#: The code of a turn that failed because the deployment is misconfigured (an approval
+#: policy that returns no number, a graph without a checkpointer, ...).
+CONFIGURATION_ERROR = "configuration_error"
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -331,6 +336,9 @@ async def stream_turn(run: Run, *, worker: str, agent: Agent | None = None, scop
     except InvalidProposal as exc:  # a refusal with its reason in words, not a crash to trace
         log.warning("run %s failed: %s", run.pk, exc.detail)
         terminal = ev.TurnFailed(code=exc.code, message=exc.detail)
+    except InteractionConfigurationError as exc:  # the deployment's mistake, not the agent's
+        log.error("run %s failed: %s", run.pk, exc)
+        terminal = ev.TurnFailed(code=CONFIGURATION_ERROR, message=str(exc))
     except Exception as exc:  # the agent failed: the turn ends failed, never half-done
         log.exception("run %s failed", run.pk)
         terminal = ev.TurnFailed(code="agent_error", message=f"{type(exc).__name__}: {exc}")

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
@@ -31,6 +33,7 @@ from symfonic_django.turns import execute_run
 from .conftest import snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
+API = "/api/symfonic/"
 
 
 def two_approvers(pause: Pause) -> int:
@@ -149,6 +152,8 @@ def test_a_policy_that_returns_no_whole_number_fails_the_turn_before_any_pause(s
         pauses.approvals_needed(Pause(kind="approval"))
     run = start_run("echo", {}, scope="acme", dispatch=False)
     assert execute_run(run.pk) == RunStatus.FAILED
+    run.refresh_from_db()
+    assert run.error["code"] == "configuration_error"
     assert not Pause.objects.exists()
 
 
@@ -182,3 +187,34 @@ def test_the_example_asks_two_approvers_for_a_refund_over_500(settings, amount, 
                     dispatch=False)
     assert execute_run(run.pk) == RunStatus.PAUSED
     assert Pause.objects.get(run=run).approvals_needed == needed
+def test_the_api_202_says_how_many_approvals_it_has_and_needs():
+    alice, carol = reviewer("alice2"), reviewer("carol")
+    _, pause = paused()
+    clients = {}
+    for user in (alice, carol):
+        clients[user.username] = APIClient()
+        clients[user.username].credentials(
+            HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+
+    first = clients["alice2"].post(f"{API}pauses/{pause.pk}/approve/", {}, format="json")
+    assert first.status_code == 202, first.json()
+    body = first.json()
+    assert (body["run_id"], body["stream"]) == (None, None)
+    assert body["approvals"] == {"have": 1, "need": 2, "by": ["alice2"]}
+    assert body["pause"]["status"] == "pending"
+
+    again = clients["alice2"].post(f"{API}pauses/{pause.pk}/approve/", {}, format="json")
+    assert (again.status_code, again.json()["code"]) == (409, "already_approved")
+
+    second = clients["carol"].post(f"{API}pauses/{pause.pk}/approve/", {}, format="json")
+    assert second.status_code == 202
+    assert second.json()["run_id"] is not None and "approvals" not in second.json()
+
+
+def test_the_run_started_over_the_api_records_its_starter():
+    alice = reviewer("alice2")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    response = client.post(f"{API}runs/", {"agent": "echo", "input": {}}, format="json")
+    assert response.status_code == 202, response.json()
+    assert Run.objects.get(pk=response.json()["run_id"]).started_by == alice

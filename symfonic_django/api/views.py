@@ -182,8 +182,13 @@ def accepted(pause: Pause | None, run_id: Any | None, *, show_scope: bool = True
 def accepted_resolution(resolution: pauses.Resolution, *, show_scope: bool = True) -> Response:
     """The 202 for an answered pause: the turn that will run, if this was its last pause."""
     continuation = resolution.continuation
-    return accepted(resolution.pause, continuation.pk if continuation is not None else None,
-                    show_scope=show_scope)
+    response = accepted(resolution.pause, continuation.pk if continuation is not None else None,
+                        show_scope=show_scope)
+    if resolution.approvals is not None:  # counted, and the quorum still needs more
+        approvals = resolution.approvals
+        response.data["approvals"] = {"have": approvals.have, "need": approvals.need,
+                                      "by": approvals.by}
+    return response
 
 
 #: A cursor DRF issues: standard base64 of a short query string (position, offset, reverse).
@@ -445,7 +450,7 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
             raise PermissionDenied("You belong to no scope a run could be started in.")
         run = start_run(data["agent"], data["input"], scope=scope,
                         session_id=data.get("session_id", ""),
-                        thread_id=data.get("thread_id", ""))
+                        thread_id=data.get("thread_id", ""), started_by=request.user)
         return accepted(None, run.pk)
 
     @extend_schema(

@@ -91,13 +91,6 @@ def misconfigured_agents(langgraph_agents: None, settings: Any) -> None:
         "lg_subgraph_breakpoint": f"{__name__}.subgraph_breakpoint_agent"}}
 
 
-# Until symfonic_django/turns.py maps InteractionConfigurationError to its own code (as it
-# does InvalidProposal), such a turn ends agent_error: strict, so the mapping shows here.
-TURNS_MAP_CONFIGURATION_ERRORS = pytest.mark.xfail(
-    strict=True, reason="turns.stream_turn ends an InteractionConfigurationError agent_error")
-
-
-@TURNS_MAP_CONFIGURATION_ERRORS
 @pytest.mark.parametrize("agent, words", [
     ("lg_no_checkpointer", "needs a checkpointer"),
     ("lg_breakpoint", "static breakpoints"),
@@ -112,7 +105,6 @@ def test_a_graph_a_factory_builds_misconfigured_fails_its_turn_as_a_configuratio
     assert data["code"] == "configuration_error"
 
 
-@TURNS_MAP_CONFIGURATION_ERRORS
 def test_a_breakpoint_inside_a_subgraph_fails_the_turn_where_it_stops(tenants):
     run = run_turn("lg_subgraph_breakpoint", {})
     assert run.status == RunStatus.FAILED
