@@ -41,7 +41,7 @@ from . import hitl, notifications, pauses, pg, runs
 from .conf import settings
 from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
-from .forms import DECISION_LABELS, answer_form_for, pretty_json
+from .forms import DECISION_LABELS, BulkDecisionForm, answer_form_for, pretty_json
 from .hitl import review_config
 from .models import (
     AnsweredVia,
@@ -876,41 +876,136 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         return TemplateResponse(request, self.review_template, context)
 
     # --- bulk actions -------------------------------------------------------------------
+    #
+    # Like Django's ``delete_selected``: the action first answers with a page listing
+    # every selected pause, its actions and their arguments; only the confirmation
+    # (``post=yes``, with its reason or comment) decides, each pause through the state
+    # machine on its own.
 
-    @admin.action(permissions=["answer"], description="Approve selected pauses")
-    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        self._bulk(request, queryset, pauses.approve, "approved")
+    bulk_confirmation_template = "admin/symfonic_django/pause/bulk_confirmation.html"
 
-    @admin.action(permissions=["answer"], description="Reject selected pauses")
-    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        self._bulk(request, queryset, pauses.reject, "rejected")
+    @admin.action(permissions=["answer"], description="Approve selected pauses…")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]
+                         ) -> TemplateResponse | None:
+        return self._bulk(request, queryset, "approve")
 
-    def _bulk(self, request: HttpRequest, queryset: QuerySet[Any], transition: Any,
-              verb: str) -> None:
-        """Each pause goes through the state machine on its own; refusals are listed."""
-        done, refused = 0, []
-        for pause in queryset.select_related(None).order_by("created_at"):
+    @admin.action(permissions=["answer"], description="Reject selected pauses…")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]
+                        ) -> TemplateResponse | None:
+        return self._bulk(request, queryset, "reject")
+
+    def _bulk(self, request: HttpRequest, queryset: QuerySet[Any], decision: str
+              ) -> TemplateResponse | None:
+        """The confirmation page, or, once confirmed, the decision on each pause."""
+        verb = BULK_VERBS[decision]
+        selected = list(queryset.select_related("run").order_by("created_at", "pk")
+                        [:BULK_LIMIT + 1])
+        if len(selected) > BULK_LIMIT:
+            messages.error(request, f"A bulk decision takes at most {BULK_LIMIT} pauses; "
+                                    f"nothing was {verb}. Select fewer.")
+            return None
+        confirmed = request.POST.get("post") == "yes"
+        form = BulkDecisionForm(decision, data=request.POST if confirmed else None)
+        if confirmed and form.is_valid():
+            self._decide_each(request, selected, decision, form.cleaned_data["reason"])
+            return None
+        now = timezone.now()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "title": f"{decision.capitalize()} {len(selected)} "
+                     f"pause{'s' * (len(selected) != 1)}?",
+            "subtitle": None,
+            "decision": decision,
+            "verb": verb,
+            "action_name": f"{decision}_selected",
+            "form": form,
+            "items": [self._bulk_item(pause, decision, now) for pause in selected],
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "changelist_url": request.get_full_path(),
+            "media": self.media,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.bulk_confirmation_template, context)
+
+    def _bulk_item(self, pause: Pause, decision: str, now: Any) -> dict[str, Any]:
+        """One pause on the confirmation page: its actions, and what will happen to it."""
+        is_approval = pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict)
+        requests = (pause.prompt.get("action_requests") or []) if is_approval else []
+        note = ""
+        if not pause.is_pending:
+            note = f"It is {pause.get_status_display().lower()}: it will be left as it is."
+        elif pause.expires_at <= now:
+            note = "It is past its expiry: it will be left to expire."
+        elif not is_approval:
+            note = "It is a question: answer it on its own page. It will be left as it is."
+        elif decision == "approve" and pause.approvals_needed > 1:
+            note = (f"It needs {pause.approvals_needed} approvers: yours counts as one "
+                    f"of them.")
+        return {
+            "pause": pause,
+            "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
+            "headline": headline(pause),
+            "actions": [{"name": r.get("name"), "description": r.get("description", ""),
+                         "args": args_rows(r.get("args", {}))} for r in requests],
+            "note": note,
+        }
+
+    def _decide_each(self, request: HttpRequest, selected: list[Pause], decision: str,
+                     reason: str) -> None:
+        """Each pause through ``pauses.approve`` / ``pauses.reject``; the outcome in words:
+        the runs that started (linked), the approvals that wait for more, each refusal."""
+        transition = pauses.approve if decision == "approve" else pauses.reject
+        verb = BULK_VERBS[decision]
+        done, refused, waiting = 0, [], []
+        started: dict[Any, Run] = {}
+        for pause in selected:
             try:
-                transition(pause.pk, actor=request.user, via=AnsweredVia.ADMIN,
-                           visible=visible_scopes(request))
+                resolution = transition(pause.pk, actor=request.user, via=AnsweredVia.ADMIN,
+                                        comment=reason, visible=visible_scopes(request))
             except SymfonicError as exc:
-                refused.append((f"{summarize(pause)} ({str(pause.pk)[:8]})", exc.detail))
+                refused.append((f"{headline(pause)} ({str(pause.pk)[:8]})", exc.detail))
+                continue
+            done += 1
+            if resolution.approvals is not None:
+                approvals = resolution.approvals
+                waiting.append(f"{headline(pause)}: {approvals.have} of {approvals.need} "
+                               "approvals")
+            elif resolution.continuation is not None:
+                started[resolution.continuation.pk] = resolution.continuation
             else:
-                done += 1
+                waiting.append(f"{headline(pause)}: its run waits for its other pauses")
         report_bulk(request, "pause", verb, done, refused)
+        if started:
+            messages.info(request, format_html(
+                "{} {} continue{}: {}.", len(started), "runs" if len(started) != 1 else "run",
+                "" if len(started) != 1 else "s",
+                format_html_join(", ", '<a href="{}">run {}</a>',
+                                 ((_run_url(run), str(run.pk)[:8])
+                                  for run in started.values()))))
+        if waiting:
+            messages.info(request, "Recorded, not continued yet: " + "; ".join(waiting) + ".")
+
+
+#: The most pauses one bulk decision takes (its confirmation page lists each of them).
+BULK_LIMIT = 100
+BULK_VERBS = {"approve": "approved", "reject": "rejected"}
+
+
+def _run_url(run: Run) -> str:
+    """Where a reviewer follows a run: the live viewer, else its admin page."""
+    return viewer_url(run) or reverse("admin:symfonic_django_run_change", args=[run.pk])
 
 
 def report_bulk(request: HttpRequest, noun: str, verb: str, done: int,
                 refused: list[tuple[str, str]]) -> None:
-    """Say how many rows a bulk action changed, and list each refusal in words."""
+    """Say how many rows a bulk action changed, and each refusal in words, as a warning
+    of its own (a list inside one message took the message list's success icon)."""
     if done:
         messages.success(request, f"{verb.capitalize()} {done} {noun}{'s' * (done != 1)}.")
-    if refused:
-        count = len(refused)
-        messages.warning(request, format_html(
-            "{} {}{} {} not {}:<ul>{}</ul>", count, noun, "s" * (count != 1),
-            "were" if count != 1 else "was", verb,
-            format_html_join("", "<li>{}: {}</li>", refused)))
+    for label, detail in refused:
+        messages.warning(request, f"{label} was not {verb}: {detail}")
 
 
 def _form_errors(form: Any) -> list[str]:

@@ -301,3 +301,27 @@ def answer_form_for(pause: Pause, data: Any = None) -> ApprovalForm | QuestionFo
     """The form that answers ``pause``, bound to ``data`` when given."""
     form_class = ApprovalForm if pause.kind == PauseKind.APPROVAL else QuestionForm
     return form_class(pause, data=data)
+
+
+# --- bulk decisions ----------------------------------------------------------------
+
+class BulkDecisionForm(forms.Form):
+    """The confirmation of a bulk approve or reject: a reason (rejections) or a comment.
+
+    A rejection's reason is the message each rejected action sends the agent; either
+    way it is the comment of every ``Decision`` written.
+    """
+
+    reason = forms.CharField(required=False, max_length=2000, strip=True,
+                             widget=forms.Textarea(attrs={"rows": 3}))
+
+    def __init__(self, decision: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["reason"]
+        if decision == "reject":
+            field.label = "Reason for rejecting"
+            field.help_text = ("Sent to the agent with each rejection, and kept in the "
+                               "audit.")
+        else:
+            field.label = "Comment"
+            field.help_text = "Kept in the audit with each approval; the agent does not see it."

@@ -622,8 +622,9 @@ def test_bulk_actions_need_the_answer_permission(carol):
     pause = refund_pause("acme")
     response = carol.get(reverse(CHANGELIST))
     assert "approve_selected" not in response.content.decode()
-    carol.post(reverse(CHANGELIST), {"action": "approve_selected",
-                                     "_selected_action": [str(pause.pk)]})
+    for confirmation in ({"index": "0"}, {"post": "yes"}):
+        carol.post(reverse(CHANGELIST), {"action": "approve_selected",
+                                         "_selected_action": [str(pause.pk)], **confirmation})
     assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
 
 
@@ -642,35 +643,100 @@ def test_machine_written_rows_cannot_be_added_changed_or_deleted(users):
 
 # --- bulk actions --------------------------------------------------------------------
 
-def test_bulk_approve_counts_successes_and_lists_refusals_in_words(users):
+def bulk(client: Client, action: str, selected: list[Pause], **confirmation: str) -> Any:
+    """The action as the pause list posts it, then (given a ``post``) as its page confirms."""
+    data: dict[str, Any] = {"action": action, "_selected_action": [str(p.pk) for p in selected]}
+    if not confirmation:
+        return client.post(reverse(CHANGELIST), {**data, "index": "0"})
+    return client.post(reverse(CHANGELIST), {**data, **confirmation}, follow=True)
+
+
+def levels(response: Any) -> list[tuple[str, str]]:
+    return [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
+
+
+def test_a_bulk_decision_first_lists_every_action_and_its_args_and_changes_nothing(users):
+    first = refund_pause("acme", amount=99.99, order="ACME-B1")
+    several = bare_pause(prompt={"action_requests": [
+        {"name": "refund", "args": {"order_id": "M-1", "amount": 3}},
+        {"name": "email", "args": {"to": "c@example.com"}, "description": "Tell the customer"},
+    ]})
+    question = bare_pause(kind=PauseKind.QUESTION)
+    before = [snapshot(p) for p in (first, several, question)]
+    for action in ("approve_selected", "reject_selected"):
+        response = bulk(login("alice"), action, [first, several, question])
+        assert response.status_code == 200
+        assert "admin/symfonic_django/pause/bulk_confirmation.html" in [
+            t.name for t in response.templates]
+        body = response.content.decode()
+        for text in ("Refund 99.99 on order ACME-B1", "<td>order_id</td><td>ACME-B1</td>",
+                     "<td>amount</td><td><code>99.99</code></td>", "Tell the customer",
+                     "c@example.com", "It is a question", 'name="post" value="yes"',
+                     f'value="{action}"'):
+            assert text in body, (action, text)
+        assert all(f'name="_selected_action" value="{p.pk}"' in body
+                   for p in (first, several, question))
+        assert ("Reason for rejecting" in body) == (action == "reject_selected")
+    assert [snapshot(p) for p in (first, several, question)] == before
+    assert not Decision.objects.exists()
+
+
+def test_bulk_approve_links_each_started_run_and_warns_of_each_refusal(users):
     fresh = [refund_pause("acme", order=f"ACME-{i}") for i in range(2)]
     done = refund_pause("acme", order="ACME-done")
     question = bare_pause(kind=PauseKind.QUESTION)
     pauses.approve(done.pk, actor=get_user_model().objects.get(username="bob"))
-    response = login("alice").post(reverse(CHANGELIST), {
-        "action": "approve_selected",
-        "_selected_action": [str(p.pk) for p in (*fresh, done, question)]}, follow=True)
-    said = messages_of(response)
-    assert "Approved 2 pauses." in said
-    refusal = next(m for m in said if "were not approved" in m)
-    assert "Already answered by bob at" in refusal
-    assert "Approve and reject apply to approvals" in refusal
+    response = bulk(login("alice"), "approve_selected", [*fresh, done, question],
+                    post="yes", reason="checked the orders")
+    said = levels(response)
+    assert ("success", "Approved 2 pauses.") in said
+    warnings = [text for level, text in said if level == "warning"]
+    assert len(warnings) == 2  # each refusal its own warning, with the warning's icon
+    assert any("ACME-done" in w and "Already answered by bob at" in w for w in warnings)
+    assert any("Approve and reject apply to approvals" in w for w in warnings)
+    assert not any(level == "success" and "not" in text for level, text in said)
+    started = next(text for level, text in said if level == "info")
     for pause in fresh:
         pause.refresh_from_db()
         assert pause.answer == {"decisions": [{"type": "approve"}]}
         assert pause.answered_by.username == "alice" and pause.answered_via == "admin"
+        assert f"run {str(pause.continuation_id)[:8]}" in started
+        assert (Decision.objects.get(pause=pause).comment) == "checked the orders"
+    assert started.startswith("2 runs continue: <a href=")
     assert Pause.objects.get(pk=question.pk).status == PauseStatus.PENDING
 
 
-def test_bulk_reject_and_other_scopes_are_untouched(users):
+def test_bulk_reject_sends_the_reason_and_other_scopes_are_untouched(users):
     mine = refund_pause("acme")
     theirs = refund_pause("globex")
-    response = login("alice").post(reverse(CHANGELIST), {
-        "action": "reject_selected", "_selected_action": [str(mine.pk), str(theirs.pk)]},
-        follow=True)
-    assert "Rejected 1 pause." in messages_of(response)
-    assert Pause.objects.get(pk=mine.pk).answer == {"decisions": [{"type": "reject"}]}
+    response = bulk(login("alice"), "reject_selected", [mine, theirs], post="yes",
+                    reason="Duplicate orders")
+    assert ("success", "Rejected 1 pause.") in levels(response)
+    assert Pause.objects.get(pk=mine.pk).answer == {
+        "decisions": [{"type": "reject", "message": "Duplicate orders"}]}
+    assert Decision.objects.get(pause=mine).comment == "Duplicate orders"
     assert Pause.objects.get(pk=theirs.pk).status == PauseStatus.PENDING
+
+
+@pytest.mark.parametrize("reason", ["bad\x00reason", "x" * 2001])
+def test_a_reason_that_cannot_be_stored_is_refused_on_the_page_and_changes_nothing(users,
+                                                                                  reason):
+    pause = refund_pause("acme")
+    before = snapshot(pause)
+    response = login("alice").post(reverse(CHANGELIST), {
+        "action": "reject_selected", "_selected_action": [str(pause.pk)], "post": "yes",
+        "reason": reason})
+    assert response.status_code == 200 and response.context["form"].errors
+    assert snapshot(pause) == before and not Decision.objects.exists()
+
+
+def test_a_bulk_decision_over_the_limit_is_refused_and_changes_nothing(users, monkeypatch):
+    monkeypatch.setattr(symfonic_admin, "BULK_LIMIT", 2)
+    selected = [refund_pause("acme", order=f"ACME-{i}") for i in range(3)]
+    response = bulk(login("alice"), "approve_selected", selected, post="yes")
+    assert any(level == "error" and "at most 2 pauses" in text
+               for level, text in levels(response))
+    assert Pause.objects.filter(status=PauseStatus.PENDING).count() == 3
 
 
 # --- read-only history ----------------------------------------------------------------
