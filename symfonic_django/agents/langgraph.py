@@ -19,7 +19,10 @@ its root run's id), on the checkpointer given here or the graph's own (see
 "The checkpointer" below). Each
 interrupt the graph is left with becomes one pause, whose idempotency key is
 the interrupt's id: a re-executed turn gets its pauses back, and the
-continuation knows which answer goes to which interrupt. The prompt:
+continuation knows which answer goes to which interrupt. A new run on a thread
+still paused on another run's pauses is refused before the graph is touched
+(``ThreadPaused``, code ``thread_paused``): LangGraph would drop the pending
+interrupts those pauses answer. The prompt:
 
 - a ``HITLRequest`` (``HumanInTheLoopMiddleware``, batched) is the approval as it is;
 - a per-call ``{"type": "tool_approval", ...}`` is a one-action approval, its
@@ -74,8 +77,10 @@ from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanage
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
+from uuid import UUID
 
 from asgiref.sync import sync_to_async
+from django.db.models import Q
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -93,14 +98,19 @@ from ..events import (
     TurnCompleted,
     TurnFailed,
 )
-from ..exceptions import InteractionConfigurationError, InvalidAnswer, ResumeRefused
-from ..models import Pause, PauseKind, Run
+from ..exceptions import (
+    InteractionConfigurationError,
+    InvalidAnswer,
+    ResumeRefused,
+    SymfonicError,
+)
+from ..models import Pause, PauseKind, PauseStatus, Run, RunStatus
 from ..pauses import TIMEOUT_ANSWER
 from ..turns import current_turn, request_pause
 from .base import Continuation, TurnContext
 
 __all__ = ["Checkpointer", "LangGraphAgent", "LangGraphAgentFactory", "PauseRequest",
-           "STRICT_RESUME", "SaverFactory", "Transcript", "langgraph_agent",
+           "STRICT_RESUME", "SaverFactory", "ThreadPaused", "Transcript", "langgraph_agent",
            "last_message_text", "pause_request", "refusal_message", "resume_value"]
 
 #: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
@@ -427,7 +437,14 @@ class LangGraphAgent:
         async with self._graph_of_turn() as graph:
             config = self._config(context.run)
             state = await graph.aget_state(config)
-            graph_input = None if _ran_before(state, context.run) else self.input(input)
+            graph_input = None
+            if not _ran_before(state, context.run):
+                try:
+                    await sync_to_async(_refuse_if_answers_awaited)(state)
+                except ThreadPaused as refusal:
+                    yield TurnFailed(code=refusal.code, message=refusal.detail)
+                    return
+                graph_input = self.input(input)
             async for event in self._drive(graph, graph_input, config, Transcript(state.values),
                                            context.run):
                 yield event
@@ -597,6 +614,50 @@ def refusal_message(refusal: ResumeRefused) -> str:
     (DESIGN section 7), and ``run.error`` copies them.
     """
     return f"{refusal.reason}: {refusal.detail}"
+
+
+class ThreadPaused(SymfonicError):
+    """A new run on a thread that is still paused on another run's pauses.
+
+    LangGraph would take the new input and drop the pending interrupts, and
+    those pauses, still answerable in the app, would then end their
+    continuation in ``used_interrupt``. The new turn is refused instead, before
+    the graph is touched (``turn.failed`` with this code): the thread and the
+    pauses stay as they were, and the run can be retried once they are answered.
+    """
+
+    code = "thread_paused"
+    status = 409
+    default_detail = "The thread is paused on pauses of another run; answer them first."
+
+
+def _refuse_if_answers_awaited(state: StateSnapshot) -> None:
+    """Raise ``ThreadPaused`` if the thread's pending interrupts are pauses that will resume it.
+
+    They are the pauses of the run that wrote the thread's latest checkpoint
+    (its metadata names it) asking those interrupts, still pending, or answered
+    with a continuation yet to run. Interrupts with no such pause (cancelled,
+    expired, their run failed; or a thread driven outside the app) hold nothing
+    back: the new run takes the thread, as LangGraph would.
+    """
+    if not state.interrupts:
+        return
+    try:
+        paused_run = UUID(str((state.metadata or {}).get("run_id")))
+    except ValueError:
+        return
+    awaited = [str(pk) for pk in Pause.objects.filter(
+        run_id=paused_run, idempotency_key__in=[i.id for i in state.interrupts],
+    ).filter(
+        Q(status=PauseStatus.PENDING)
+        | Q(status=PauseStatus.ANSWERED,
+            continuation__status__in=[RunStatus.QUEUED, RunStatus.RUNNING]),
+    ).order_by("created_at").values_list("pk", flat=True)]
+    if awaited:
+        raise ThreadPaused(
+            f"Thread {state.config['configurable']['thread_id']} is paused on run "
+            f"{paused_run}, which waits for pause(s) {', '.join(awaited)}: answer or cancel "
+            "them before starting another run on the thread (a new run would drop them).")
 
 
 def _ran_before(state: StateSnapshot, run: Run) -> bool:
