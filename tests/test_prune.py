@@ -11,7 +11,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from symfonic_django.models import IdempotentResponse, Run, RunStatus, TurnEvent
+from symfonic_django.models import (
+    GraphCheckpoint,
+    GraphCheckpointWrite,
+    IdempotentResponse,
+    Run,
+    RunStatus,
+    TurnEvent,
+)
 from symfonic_django.retention import PruneResult, prune
 
 pytestmark = pytest.mark.django_db
@@ -261,3 +268,156 @@ def test_the_command_events_without_a_retention_is_an_error_and_deletes_nothing(
 def test_the_command_refuses_a_batch_below_one() -> None:
     with pytest.raises(CommandError, match="--batch"):
         command("--batch", "0")
+
+
+# --- LangGraph checkpoints of idle threads --------------------------------------------
+
+def run_on_thread(status: str, finished_at: datetime | None, *, thread_id: str = "",
+                  root: Run | None = None, parent: Run | None = None) -> Run:
+    """A run as the app makes them: a top-level run is its own root, a continuation
+    shares its root's; the LangGraph adapter drives it on ``thread_id`` or the root's id."""
+    run = Run(agent="graph", scope_key="acme", status=status, finished_at=finished_at,
+              thread_id=thread_id, parent=parent)
+    run.root_id = root.pk if root is not None else run.pk
+    run.save(force_insert=True)
+    return run
+
+
+def stored_thread(thread_id: str, *, checkpoints: int = 2, writes: int = 1) -> None:
+    """``checkpoints`` checkpoints of ``thread_id`` (one in a subgraph's namespace), and
+    ``writes`` pending writes after the last one."""
+    GraphCheckpoint.objects.bulk_create(
+        GraphCheckpoint(thread_id=thread_id, checkpoint_ns="" if n else "inner:1",
+                        checkpoint_id=f"c{n}", checkpoint_type="msgpack", checkpoint=b"{}")
+        for n in range(checkpoints))
+    GraphCheckpointWrite.objects.bulk_create(
+        GraphCheckpointWrite(thread_id=thread_id, checkpoint_id=f"c{checkpoints - 1}",
+                             task_id="t", idx=n, channel="messages", value_type="msgpack",
+                             value=b"[]")
+        for n in range(writes))
+
+
+def stored_threads() -> dict[str, tuple[int, int]]:
+    """Each stored thread's count of checkpoints and of pending writes."""
+    threads = set(GraphCheckpoint.objects.values_list("thread_id", flat=True)) | set(
+        GraphCheckpointWrite.objects.values_list("thread_id", flat=True))
+    return {thread: (GraphCheckpoint.objects.filter(thread_id=thread).count(),
+                     GraphCheckpointWrite.objects.filter(thread_id=thread).count())
+            for thread in sorted(threads)}
+
+
+def test_checkpoints_of_threads_whose_every_run_finished_before_the_retention_go(
+        event_retention: None) -> None:
+    now = timezone.now()
+    # A conversation over two runs on one thread, both long finished.
+    run_on_thread(RunStatus.COMPLETED, now - 3 * DAY, thread_id="conversation")
+    run_on_thread(RunStatus.FAILED, now - 2 * DAY, thread_id="conversation")
+    stored_thread("conversation")
+    # A run without a thread id that paused, and its continuation, which completed: the
+    # thread is the root run's id (the paused run stays "paused" once continued).
+    root = run_on_thread(RunStatus.PAUSED, now - 3 * DAY)
+    run_on_thread(RunStatus.COMPLETED, now - 2 * DAY, root=root, parent=root)
+    stored_thread(str(root.pk), checkpoints=3, writes=2)
+    # A paused run not continued yet: its pauses' answers may still resume the thread.
+    waiting = run_on_thread(RunStatus.PAUSED, now - 3 * DAY)
+    stored_thread(str(waiting.pk))
+
+    result = prune(now=now)
+
+    assert result.checkpoints == 3 + 5
+    assert stored_threads() == {str(waiting.pk): (2, 1)}
+
+
+@pytest.mark.parametrize("status", [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED])
+def test_a_thread_with_an_unfinished_run_keeps_its_checkpoints(event_retention: None,
+                                                                status: str) -> None:
+    now = timezone.now()
+    run_on_thread(RunStatus.COMPLETED, now - 30 * DAY, thread_id="busy")
+    run_on_thread(status, now - 30 * DAY if status == RunStatus.PAUSED else None,
+                  thread_id="busy")
+    stored_thread("busy")
+
+    assert prune(now=now).checkpoints == 0
+
+    assert stored_threads() == {"busy": (2, 1)}
+
+
+def test_a_thread_with_a_run_finished_within_the_retention_keeps_its_checkpoints(
+        event_retention: None) -> None:
+    now = timezone.now()
+    run_on_thread(RunStatus.COMPLETED, now - 30 * DAY, thread_id="recent")
+    run_on_thread(RunStatus.COMPLETED, now - 23 * HOUR, thread_id="recent")
+    stored_thread("recent")
+    run_on_thread(RunStatus.FAILED, now - DAY, thread_id="at-the-limit")
+    stored_thread("at-the-limit")
+
+    assert prune(now=now).checkpoints == 0
+
+    assert stored_threads() == {"at-the-limit": (2, 1), "recent": (2, 1)}
+
+
+def test_a_thread_no_run_names_keeps_its_checkpoints(event_retention: None) -> None:
+    # A graph driven outside the app on the same saver: the app cannot tell who uses it.
+    run_on_thread(RunStatus.COMPLETED, timezone.now() - 30 * DAY, thread_id="ours")
+    stored_thread("ours")
+    stored_thread("someone-elses")
+    stored_thread("8d1c64a4-0d0e-4b4e-9f4c-6a0f6b0c1d2e")  # a run id the app never issued
+
+    assert prune(now=timezone.now()).checkpoints == 3
+
+    assert set(stored_threads()) == {"someone-elses", "8d1c64a4-0d0e-4b4e-9f4c-6a0f6b0c1d2e"}
+
+
+def test_checkpoints_are_kept_without_event_retention_or_with_events_false(
+        settings: Any) -> None:
+    run_on_thread(RunStatus.COMPLETED, timezone.now() - 365 * DAY, thread_id="old")
+    stored_thread("old")
+
+    assert prune().checkpoints == 0
+    settings.SYMFONIC = {**settings.SYMFONIC, "EVENT_RETENTION": int(DAY.total_seconds())}
+    assert prune(events=False).checkpoints == 0
+
+    assert stored_threads() == {"old": (2, 1)}
+
+
+def test_a_dry_run_counts_the_checkpoints_that_would_go_and_deletes_none(
+        event_retention: None) -> None:
+    now = timezone.now()
+    run_on_thread(RunStatus.COMPLETED, now - 2 * DAY, thread_id="old")
+    stored_thread("old", checkpoints=4, writes=3)
+    run_on_thread(RunStatus.RUNNING, None, thread_id="live")
+    stored_thread("live")
+
+    assert prune(now=now, dry_run=True).checkpoints == 7
+    assert stored_threads() == {"live": (2, 1), "old": (4, 3)}
+    assert prune(now=now).checkpoints == 7
+    assert stored_threads() == {"live": (2, 1)}
+
+
+def test_every_idle_thread_goes_however_small_the_batches(
+        event_retention: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("symfonic_django.retention.THREADS_PER_LOOKUP", 2)
+    now = timezone.now()
+    for n in range(5):
+        run_on_thread(RunStatus.COMPLETED, now - 2 * DAY, thread_id=f"old-{n}")
+        stored_thread(f"old-{n}", checkpoints=3, writes=2)
+    run_on_thread(RunStatus.PAUSED, now - 2 * DAY, thread_id="old-2b")
+    stored_thread("old-2b")
+
+    assert prune(now=now, batch=2).checkpoints == 5 * 5
+
+    assert stored_threads() == {"old-2b": (2, 1)}
+    assert prune(now=now).checkpoints == 0  # a second prune finds nothing more
+
+
+def test_the_command_prints_the_checkpoints_it_deleted_or_would(event_retention: None) -> None:
+    run_on_thread(RunStatus.COMPLETED, timezone.now() - 2 * DAY, thread_id="old")
+    stored_thread("old")
+
+    assert command("--dry-run") == ("would delete 0 idempotency record(s)\n"
+                                    "would delete 0 event(s) of finished runs\n"
+                                    "would delete 3 checkpoint row(s) of idle graph threads\n")
+    assert command() == ("deleted 0 idempotency record(s)\n"
+                         "deleted 0 event(s) of finished runs\n"
+                         "deleted 3 checkpoint row(s) of idle graph threads\n")
+    assert stored_threads() == {}

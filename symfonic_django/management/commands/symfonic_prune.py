@@ -9,13 +9,15 @@ from symfonic_django.retention import prune
 
 class Command(BaseCommand):
     help = ("Delete idempotency records older than IDEMPOTENCY_RETENTION and, when "
-            "EVENT_RETENTION is set, the events of runs that finished longer ago than that.")
+            "EVENT_RETENTION is set, the events of runs that finished longer ago than that, "
+            "and the LangGraph checkpoints of threads whose every run did.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--events", action=BooleanOptionalAction, default=None,
-            help="prune events of finished runs (--events needs EVENT_RETENTION) or keep "
-                 "them (--no-events); default: prune them when EVENT_RETENTION is set")
+            help="prune events of finished runs and checkpoints of their idle graph threads "
+                 "(--events needs EVENT_RETENTION) or keep both (--no-events); default: prune "
+                 "them when EVENT_RETENTION is set")
         parser.add_argument(
             "--dry-run", action="store_true",
             help="count what would be deleted, delete nothing")
@@ -38,3 +40,7 @@ class Command(BaseCommand):
             self.stdout.write(f"kept every event ({why})")
         else:
             self.stdout.write(f"{verb} {result.events} event(s) of finished runs")
+        # Only when there are some: a deployment without LangGraph sees nothing about them.
+        if result.checkpoints:
+            self.stdout.write(f"{verb} {result.checkpoints} checkpoint row(s) of idle graph "
+                              "threads")
