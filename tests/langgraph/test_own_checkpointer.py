@@ -128,6 +128,7 @@ def test_a_callable_that_does_not_make_an_async_context_manager_fails_the_turn(s
     assert run.status == RunStatus.FAILED
     kind, data = events_of(run)[-1]
     assert kind == "turn.failed" and "async context manager" in data["message"]
+    assert data["code"] == "configuration_error"
 
 
 bad_saver_agent = langgraph_agent(lambda scope: questions_graph(),
