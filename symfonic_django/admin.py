@@ -159,6 +159,9 @@ def decision_rows(pause: Pause) -> list[dict[str, Any]]:
             "type": kind,
             "message": decision.get("message", ""),
             "args": args_rows(edited) if edited is not None else None,
+            # An edit as changes against the proposal: amount 99.99 → 50.
+            "changes": (hitl.args_changes(request.get("args"), edited)
+                        if edited is not None else None),
         })
     return rows
 
@@ -175,7 +178,53 @@ def event_summary(event: TurnEvent) -> str:
     return Truncator(json.dumps(data, ensure_ascii=False, default=str)).chars(300)
 
 
+def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
+    """A run's events as a person reads them: each message as its text (its deltas
+    joined), each tool call as one card with its arguments and result, and a note
+    where the agent asked for a decision or the turn failed."""
+    items: list[dict[str, Any]] = []
+    written: list[str] = []  # the deltas of the message being written
+    cards: dict[str, dict[str, Any]] = {}
+
+    def end_message(last: str = "") -> None:
+        text = "".join(written)
+        # A completed message repeats its deltas, or (as the example's agent does)
+        # adds its last words to them.
+        text = last if last.startswith(text) else text + last
+        written.clear()
+        if text.strip():
+            items.append({"kind": "message", "text": text})
+
+    for event in events:
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.type == "message.delta":
+            written.append(str(data.get("text", "")))
+        elif event.type == "message.completed":
+            end_message(str(data.get("text", "")))
+        elif event.type in ("tool.started", "tool.completed"):
+            end_message()
+            key = str(data.get("tool_call_id") or f"seq-{event.seq}")
+            card = cards.get(key)
+            if card is None:
+                card = cards[key] = {"kind": "tool", "name": str(data.get("name", "")),
+                                     "args": args_rows(data.get("args", {})), "result": None}
+                items.append(card)
+            if event.type == "tool.completed":
+                card["result"] = Truncator(pretty_json(data.get("result"))).chars(2000)
+        elif event.type == "pause.requested":
+            end_message()
+            items.append({"kind": "note", "text": "The agent asked for a decision."})
+        elif event.type == "turn.failed":
+            end_message()
+            items.append({"kind": "note", "text": "The turn failed: "
+                          f"{data.get('message') or data.get('code') or 'no reason given'}."})
+    end_message()
+    return items
+
+
 def _events_table(run: Run | None) -> dict[str, Any] | None:
+    """The first ``EVENTS_SHOWN`` events of ``run`` (one bounded read), as rows and as a
+    transcript; ``total`` counts them all only when there are more."""
     if run is None:
         return None
     events = list(TurnEvent.objects.filter(run=run).order_by("seq")[:EVENTS_SHOWN])
@@ -183,7 +232,37 @@ def _events_table(run: Run | None) -> dict[str, Any] | None:
     if total == EVENTS_SHOWN:
         total = TurnEvent.objects.filter(run=run).count()
     return {"run": run, "rows": [(e, event_summary(e)) for e in events], "total": total,
-            "truncated": total > len(events)}
+            "truncated": total > len(events), "transcript": transcript(events)}
+
+
+def outcomes(pause: Pause, action: dict[str, Any], allowed: list[str]
+             ) -> list[tuple[str, str, str]]:
+    """``(decision, label, line)`` per allowed decision on ``action``: the line says
+    what choosing it will do."""
+    name, call = action.get("name"), call_text(action)
+    lines = {
+        "approve": (f"counts as one of {pause.approvals_needed} approvals; the agent runs "
+                    f"{call} once {pause.approvals_needed} reviewers approve."
+                    if pause.approvals_needed > 1 else f"the agent runs {call}."),
+        "edit": f"the agent runs {name} with the arguments you set (shown as changes "
+                "against the proposal).",
+        "reject": f"{name} does not run; the agent is told it was rejected, with your "
+                  "message if you write one.",
+        "respond": f"{name} does not run; your message goes back to the agent instead.",
+    }
+    return [(d, DECISION_LABELS.get(d, d), lines[d]) for d in allowed if d in lines]
+
+
+def input_groups(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An action's argument inputs in runs of the same enclosing object: one fieldset
+    each, its legend the object's path (empty for the top level)."""
+    groups: list[dict[str, Any]] = []
+    for entry in inputs:
+        legend = ".".join(entry["item"].group)
+        if not groups or groups[-1]["legend"] != legend:
+            groups.append({"legend": legend, "depth": entry["item"].depth, "inputs": []})
+        groups[-1]["inputs"].append(entry)
+    return groups
 
 
 # --- shared behaviour ---------------------------------------------------------
@@ -822,15 +901,18 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         if is_approval:
             for i, action in enumerate(pause.prompt.get("action_requests") or []):
                 config = review_config(pause.prompt, action["name"])
+                allowed = list(config.get("allowed_decisions", []))
+                fields = form.action_fields(i) if form is not None else {}
                 actions.append({
                     "index": i, "name": action["name"],
                     "description": action.get("description", ""),
                     "args": args_rows(action.get("args", {})),
-                    "allowed": [DECISION_LABELS.get(d, d)
-                                for d in config.get("allowed_decisions", [])],
+                    "allowed": [DECISION_LABELS.get(d, d) for d in allowed],
+                    "outcomes": outcomes(pause, action, allowed),
                     "args_schema": (pretty_json(config["args_schema"])
                                     if config.get("args_schema") else ""),
-                    "fields": form.action_fields(i) if form is not None else {},
+                    "fields": fields,
+                    "input_groups": input_groups(fields.get("inputs", [])),
                 })
         history = list(Decision.objects.filter(pause=pause).select_related("actor")
                        .order_by("created_at"))
@@ -855,12 +937,16 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                                      else ""),
             "answer_schema": pretty_json(pause.answer_schema) if pause.answer_schema else "",
             "form": form,
+            "comment_field": form.comment_field() if form is not None else None,
             "can_answer": can_answer,
             "decided": decision_rows(pause) if is_approval else [],
             "answer_json": None if pause.answer is None else pretty_json(pause.answer),
             "answer_rows": (args_rows(pause.answer)
                             if not is_approval and isinstance(pause.answer, dict) else None),
-            "history": [(d, "" if d.answer is None else _scalar(d.answer)) for d in history],
+            "history": [(d, "" if d.answer is None else _scalar(d.answer),
+                         hitl.edit_changes(pause.prompt, d.answer)
+                         if d.action == Decision.Action.EDIT else [])
+                        for d in history],
             "events": _events_table(pause.continuation),
             "asked_events": _events_table(pause.run),
             "negative": is_approval and any(
@@ -1077,8 +1163,9 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
     list_display = ("created_at", "action", "who", "via", "pause_summary")
     ordering = ("-pk",)  # newest first, by the primary key's index
     list_filter = ("action", "via", ScopeFilter)
-    fields = ("pause_link", "action", "who", "via", "comment", "answer_json", "created_at")
-    readonly_fields = ("pause_link", "who", "answer_json")
+    fields = ("pause_link", "action", "who", "via", "comment", "edits", "answer_json",
+              "created_at")
+    readonly_fields = ("pause_link", "who", "edits", "answer_json")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # Fetched for the listed rows only, in one query each: joined, a deep page read
@@ -1100,6 +1187,16 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
     @admin.display(description="answer")
     def answer_json(self, obj: Decision) -> str:
         return _json_block(obj.answer)
+
+    @admin.display(description="edited")
+    def edits(self, obj: Decision) -> str:
+        """An edit as changes against what was proposed: ``amount: 99.99 → 50``."""
+        if obj.action != Decision.Action.EDIT:
+            return "—"
+        return format_html_join("", '<p class="symfonic-audit-diff"><strong>{}</strong>{}</p>', (
+            (name, format_html_join("", "<br>{}: <del>{}</del> → <ins>{}</ins>", changes)
+             if changes else ": no argument changed")
+            for name, changes in hitl.edit_changes(obj.pause.prompt, obj.answer)))
 
 
 # --- notifications ---------------------------------------------------------------------

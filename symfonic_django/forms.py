@@ -12,6 +12,8 @@ answer itself is then given to ``pauses.answer_pause``, which checks again.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -86,13 +88,22 @@ class JSONAnswerField(forms.JSONField):
 # --- approvals ---------------------------------------------------------------
 
 class ApprovalForm(forms.Form):
-    """One decision per action request; ``answer`` is the resulting ``HITLResponse``."""
+    """One decision per action request; ``answer`` is the resulting ``HITLResponse``.
+
+    An action that may be edited gets one input per argument when its
+    ``args_schema`` can be shown as fields (``arg_fields``), else a JSON editor.
+    A post that carries ``args_<i>`` (the arguments as JSON) is read as JSON in
+    either case, so a client that posts JSON keeps working. The inputs of an
+    action whose decision is not an edit are ignored, whatever they hold.
+    """
 
     def __init__(self, pause: Pause, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pause = pause
         self.requests: list[dict[str, Any]] = pause.prompt["action_requests"]
         self.answer: dict[str, Any] | None = None
+        #: Per action index, its per-argument inputs (empty: the JSON editor instead).
+        self.arg_inputs: dict[int, list[ArgInput]] = {}
         for i, request in enumerate(self.requests):
             name = request["name"]
             allowed = self.allowed(i)
@@ -103,6 +114,11 @@ class ApprovalForm(forms.Form):
                 error_messages={"required": f"Choose a decision for {name}."},
             )
             if "edit" in allowed:
+                schema = hitl.review_config(pause.prompt, name).get("args_schema")
+                inputs = arg_fields(schema, request.get("args", {}), prefix=f"args_{i}")
+                self.arg_inputs[i] = inputs or []
+                for item in inputs or []:
+                    self.fields[item.name] = item.field
                 self.fields[f"args_{i}"] = forms.CharField(
                     label=f"Arguments of {name} (JSON)", required=False, strip=False,
                     initial=pretty_json(request.get("args", {})),
@@ -121,6 +137,27 @@ class ApprovalForm(forms.Form):
                 if f"{part}_{i}" in self.fields:
                     # Error messages are prefixed with what they are about, unless they say it.
                     self.fields[f"{part}_{i}"].subject = name  # type: ignore[attr-defined]
+            for item in self.arg_inputs.get(i, []):
+                item.field.subject = f"{name}: {item.label}"  # type: ignore[attr-defined]
+        self.fields["comment"] = forms.CharField(
+            label="Comment", required=False, max_length=COMMENT_CHARS,
+            widget=forms.Textarea(attrs={"rows": 2}),
+            help_text="Kept in the audit with your decision, whichever it is; "
+                      "the agent does not see it.")
+
+    def full_clean(self) -> None:
+        # The argument inputs of an action not being edited are left out of validation
+        # (a disabled field takes its initial value): a blank or mistyped one must not
+        # stand in the way of approving or rejecting.
+        unused = [item.field for i, inputs in self.arg_inputs.items() for item in inputs
+                  if self.is_bound and self.data.get(f"decision_{i}") != "edit"]
+        for field in unused:
+            field.disabled = True
+        try:
+            super().full_clean()
+        finally:
+            for field in unused:
+                field.disabled = False
 
     def allowed(self, index: int) -> list[str]:
         config = hitl.review_config(self.pause.prompt, self.requests[index]["name"])
@@ -134,6 +171,10 @@ class ApprovalForm(forms.Form):
         if kind == "edit":
             field = f"args_{index}"
             raw = self.cleaned_data.get(field) or ""
+            inputs = self.arg_inputs.get(index)
+            if inputs and not raw.strip():
+                args = args_from_inputs(inputs, self.cleaned_data)
+                return {"type": "edit", "edited_action": {"name": name, "args": args}}, field
             try:
                 args = parse_json(raw)
             except ValueError as exc:
@@ -178,17 +219,158 @@ class ApprovalForm(forms.Form):
             self.answer = {"decisions": decisions}
         return cleaned
 
+    def comment_field(self) -> forms.BoundField:
+        """The comment's input, for the template."""
+        return self["comment"]
+
     @property
     def comment(self) -> str:
-        """The reviewer's messages, for the audit row."""
+        """For the audit row: the reviewer's comment, then the messages to the agent."""
         if not self.is_valid() or self.answer is None:
             return ""
-        return "\n".join(d["message"] for d in self.answer["decisions"] if d.get("message"))
+        said = [self.cleaned_data.get("comment", "").strip(),
+                *(d["message"] for d in self.answer["decisions"] if d.get("message"))]
+        return "\n".join(text for text in said if text)
 
     def action_fields(self, index: int) -> dict[str, Any]:
-        """The bound fields of one action, for the template."""
-        return {part: self[f"{part}_{index}"] for part in ("decision", "args", "message")
-                if f"{part}_{index}" in self.fields}
+        """The bound fields of one action, for the template; ``inputs`` are its
+        per-argument inputs (``BoundField``, with ``depth`` and ``group`` for nesting)."""
+        fields: dict[str, Any] = {part: self[f"{part}_{index}"]
+                                  for part in ("decision", "args", "message")
+                                  if f"{part}_{index}" in self.fields}
+        fields["inputs"] = [{"field": self[item.name], "item": item}
+                            for item in self.arg_inputs.get(index, [])]
+        return fields
+
+
+# --- an action's arguments as inputs ------------------------------------------------
+
+#: The longest comment a reviewer may leave with a decision.
+COMMENT_CHARS = 2000
+#: Property names that can name an input (``args_0.amount``); others get the JSON editor.
+_INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Keywords that constrain an object beyond its properties: fields cannot show them.
+_OBJECT_ONLY = frozenset({"type", "properties", "required", "additionalProperties", "title",
+                          "description", "$schema", "$id", "$comment", "default", "examples"})
+_LEAF_TYPES = frozenset({"string", "number", "integer", "boolean"})
+#: Integral floats below this are written as integers (a typed "50" is 50, not 50.0).
+_EXACT_INTEGERS = 2 ** 53
+
+
+@dataclass(frozen=True)
+class ArgInput:
+    """One argument of an action, edited through its own input.
+
+    ``path`` is where it sits in the arguments (nested objects are fieldsets:
+    ``group`` names the enclosing ones), ``proposed`` what the agent proposed
+    there (``MISSING`` when nothing), ``required`` whether its object requires it.
+    """
+
+    name: str
+    path: tuple[str, ...]
+    label: str
+    field: forms.Field
+    proposed: Any
+    required: bool
+
+    @property
+    def depth(self) -> int:
+        return len(self.path) - 1
+
+    @property
+    def group(self) -> tuple[str, ...]:
+        return self.path[:-1]
+
+    @property
+    def proposed_text(self) -> str:
+        """The proposed value as the diff shows it."""
+        return "(none)" if self.proposed is MISSING else hitl.shown(self.proposed)
+
+
+MISSING: Any = object()
+
+
+def _leaf_type(schema: dict[str, Any]) -> str | None:
+    """The input type of a property schema, or ``None`` if no input can express it."""
+    if set(schema) - {"type", "enum", "title", "description", "default", "examples",
+                      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                      "multipleOf", "minLength", "maxLength", "pattern", "format", "const",
+                      "$comment"}:
+        return None
+    if "enum" in schema:
+        values = schema["enum"]
+        ok = isinstance(values, list) and values and all(
+            v is None or isinstance(v, str | int | float | bool) for v in values)
+        return "enum" if ok else None
+    kind = schema.get("type")
+    return kind if isinstance(kind, str) and kind in _LEAF_TYPES else None
+
+
+def arg_fields(schema: Any, args: Any, *, prefix: str) -> list[ArgInput] | None:
+    """Inputs for ``args`` under their object ``schema``, or ``None`` when fields cannot
+    express it (no schema, arrays, ``oneOf``, ``$ref``, arguments the schema does not
+    name, a property name no input can carry): the JSON editor edits those."""
+    inputs: list[ArgInput] = []
+    if not _collect(schema, args, (), prefix, inputs):
+        return None
+    return inputs or None
+
+
+def _collect(schema: Any, args: Any, path: tuple[str, ...], prefix: str,
+             inputs: list[ArgInput]) -> bool:
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or set(schema) - _OBJECT_ONLY:
+        return False
+    if not isinstance(schema.get("additionalProperties", True), bool):
+        return False
+    if args is not MISSING and (not isinstance(args, dict) or set(args) - set(properties)):
+        return False  # an argument no input would show
+    required = schema.get("required") or []
+    for key, sub in properties.items():
+        if not isinstance(key, str) or not _INPUT_NAME.match(key) or not isinstance(sub, dict):
+            return False
+        value = args.get(key, MISSING) if isinstance(args, dict) else MISSING
+        where = (*path, key)
+        if sub.get("type") == "object":
+            if not _collect(sub, value, where, prefix, inputs):
+                return False
+            continue
+        kind = _leaf_type(sub)
+        if kind is None:
+            return False
+        label = str(sub.get("title") or key.replace("_", " ").capitalize())
+        field = field_for(sub, required=False, label=label)
+        if value is not MISSING:
+            field.initial = json.dumps(value) if kind == "enum" else value
+        inputs.append(ArgInput(name=f"{prefix}.{'.'.join(where)}", path=where, label=label,
+                               field=field, proposed=value, required=key in required))
+    return True
+
+
+def _typed(value: Any) -> Any:
+    """A number input's float as JSON writes it: 50.0 typed as "50" stays 50."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_INTEGERS:
+        return int(value)
+    return value
+
+
+def args_from_inputs(inputs: list[ArgInput], cleaned: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the inputs spell. An input left empty is left out, unless the
+    proposal had that very value; the schema then says whether it may be missing."""
+    args: dict[str, Any] = {}
+    for item in inputs:
+        value = _typed(cleaned.get(item.name))
+        if value is None or value == "" or (value is False and item.proposed is MISSING
+                                             and not item.required):
+            if item.proposed is MISSING or item.proposed != value:
+                continue
+        target = args
+        for key in item.group:
+            target = target.setdefault(key, {})
+        target[item.path[-1]] = value
+    return args
 
 
 # --- questions -----------------------------------------------------------------
@@ -249,8 +431,8 @@ class QuestionForm(forms.Form):
     """
 
     ROOT = "answer"
-    #: A question's answer carries no separate message for the audit row.
-    comment = ""
+    #: The comment's field, unless the schema has a property of that name.
+    COMMENT = "review_comment"
 
     def __init__(self, pause: Pause, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("prefix", "q")
@@ -272,6 +454,23 @@ class QuestionForm(forms.Form):
         else:
             self.fields[self.ROOT] = forms.CharField(
                 label="Answer", widget=forms.Textarea(attrs={"rows": 4}))
+        self.has_comment = self.COMMENT not in self.fields
+        if self.has_comment:
+            self.fields[self.COMMENT] = forms.CharField(
+                label="Comment", required=False, max_length=COMMENT_CHARS,
+                widget=forms.Textarea(attrs={"rows": 2}),
+                help_text="Kept in the audit with your answer; the agent does not see it.")
+
+    def comment_field(self) -> forms.BoundField | None:
+        """The comment's input, for the template (none if a property took its name)."""
+        return self[self.COMMENT] if self.has_comment else None
+
+    @property
+    def comment(self) -> str:
+        """The reviewer's comment, for the audit row."""
+        if not self.has_comment or not self.is_valid():
+            return ""
+        return str(self.cleaned_data.get(self.COMMENT, "")).strip()
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -279,11 +478,13 @@ class QuestionForm(forms.Form):
         if self.errors:
             return cleaned
         answer: Any  # whatever JSON value the schema describes
+        answered = {name: value for name, value in cleaned.items()
+                    if not (self.has_comment and name == self.COMMENT)}
         if self.per_property:
-            answer = {name: value for name, value in cleaned.items()
+            answer = {name: value for name, value in answered.items()
                       if value is not None and value != ""}
         else:
-            answer = cleaned.get(self.ROOT)
+            answer = answered.get(self.ROOT)
         for name, value in list(cleaned.items()):  # add_error() drops the name from cleaned
             problem = jsontext.unstorable(value)
             if problem:

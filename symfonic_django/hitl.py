@@ -335,3 +335,52 @@ def schema_violation(schema: Any, value: Any, *, what: str) -> str | None:
 def check_schema(schema: Any) -> None:
     if schema is not None:
         _validator(schema, "answer_schema", InvalidRequest)
+
+
+# --- what an edit changed ----------------------------------------------------------------
+
+def shown(value: Any) -> str:
+    """A JSON value as a reviewer reads it: a string bare, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
+
+
+#: What ``args_changes`` shows for an argument one side does not have.
+ABSENT = "(none)"
+
+
+def args_changes(proposed: Any, edited: Any, path: str = "") -> list[tuple[str, str, str]]:
+    """Where ``edited`` differs from ``proposed``, as ``(argument, was, now)`` rows:
+    nested objects by dotted path (``address.city``), an argument added or removed
+    as ``ABSENT`` on the side without it; equal arguments are left out."""
+    if isinstance(proposed, dict) and isinstance(edited, dict):
+        rows = []
+        for key in [*proposed, *(k for k in edited if k not in proposed)]:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in edited:
+                rows.append((where, shown(proposed[key]), ABSENT))
+            elif key not in proposed:
+                rows.append((where, ABSENT, shown(edited[key])))
+            else:
+                rows += args_changes(proposed[key], edited[key], where)
+        return rows
+    if _canonical(proposed) == _canonical(edited):
+        return []
+    return [(path or "(arguments)", shown(proposed), shown(edited))]
+
+
+def edit_changes(prompt: Any, answer: Any) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Each edited action of an approval's answer, with ``args_changes`` against what was
+    proposed: ``[(action name, rows), ...]`` in the order of the actions."""
+    if not isinstance(prompt, dict) or not isinstance(answer, dict):
+        return []
+    requests = prompt.get("action_requests") or []
+    decisions = answer.get("decisions") or []
+    edits = []
+    for request, decision in zip(requests, decisions, strict=False):
+        if not (isinstance(request, dict) and isinstance(decision, dict)
+                and decision.get("type") == "edit"):
+            continue
+        edited = (decision.get("edited_action") or {}).get("args")
+        edits.append((str(request.get("name")), args_changes(request.get("args"), edited)))
+    return edits

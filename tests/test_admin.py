@@ -559,7 +559,8 @@ def test_question_form_is_generated_from_its_answer_schema(users):
     widgets = {name: type(field.widget).__name__ for name, field in form.fields.items()}
     assert widgets == {"colour": "Select", "count": "NumberInput", "price": "NumberInput",
                        "urgent": "CheckboxInput", "name": "TextInput", "notes": "Textarea",
-                       "summary": "Textarea"}
+                       "summary": "Textarea",
+                       "review_comment": "Textarea"}  # the comment kept in the audit
     assert form.fields["colour"].required and not form.fields["name"].required
 
 
