@@ -269,6 +269,8 @@ def _leave_pending(
         if pause.status != PENDING or pause.expires_at <= now:
             _refuse_closed(pause, now)
         user = actor if getattr(actor, "pk", None) is not None else None
+        if action == Decision.Action.EDIT:
+            _refuse_edit_past_quorum(pause, answer)
         if edge == "answer" and pause.approvals_needed > 1:
             approvals = _count_approval(pause, run, answer, action=action, actor=user,
                                         via=via, comment=comment, now=now)
@@ -300,6 +302,26 @@ def approvers(pause: Pause) -> list[str]:
     """Who approved ``pause`` so far, in order (its quorum's approvals)."""
     return [decision.actor_label for decision in
             Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE).order_by("pk")]
+
+
+def _refuse_edit_past_quorum(pause: Pause, answer: Any) -> None:
+    """Refuse an edit that the approval policy would ask more approvers for than the pause.
+
+    The policy read the proposal; an edit is another proposal (a refund of 40 edited
+    to 9,999), and one reviewer must not approve alone what needs two.
+    """
+    requests = pause.prompt["action_requests"]
+    edited = [{**request, "args": decision["edited_action"]["args"]}
+              if decision.get("type") == "edit" else request
+              for request, decision in zip(requests, answer["decisions"], strict=True)]
+    needed = approvals_needed(Pause(kind=pause.kind, scope_key=pause.scope_key,
+                                    run_id=pause.run_id, root_run_id=pause.root_run_id,
+                                    prompt={**pause.prompt, "action_requests": edited}))
+    if needed > pause.approvals_needed:
+        raise InvalidAnswer(
+            f"This edit would need {needed} approvers, and the pause was asked with "
+            f"{pause.approvals_needed}: approve the actions as proposed, or reject them and "
+            "let the agent propose the edited one.")
 
 
 def _count_approval(pause: Pause, run: Run, answer: Any, *, action: str, actor: Any, via: str,
