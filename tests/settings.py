@@ -14,6 +14,9 @@ SYMFONIC = {
     # Off unless asked for: a test database is made and dropped again and again, and a
     # worker process would keep serving a tenant row of a database that is gone.
     "SCOPE_CACHE_SECONDS": float(_os.environ.get("SYMFONIC_SCOPE_CACHE_SECONDS", "0")),
+    # One approver unless a test asks for more (tests/test_approvals.py sets the example's
+    # four-eyes policy itself): other tests approve refunds of any amount alone.
+    "APPROVAL_POLICY": None,
     "AGENTS": {
         **SYMFONIC["AGENTS"],
         "echo": "tests.agents.echo_agent",

@@ -218,3 +218,23 @@ def test_the_run_started_over_the_api_records_its_starter():
     response = client.post(f"{API}runs/", {"agent": "echo", "input": {}}, format="json")
     assert response.status_code == 202, response.json()
     assert Run.objects.get(pk=response.json()["run_id"]).started_by == alice
+
+
+def test_an_edit_past_the_policys_threshold_is_refused_and_changes_nothing(settings):
+    settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
+                         "example_project.shop.approvals.two_approvers_over_500"}
+    alice = reviewer("alice2")
+    run = start_run("refund", {"order_id": "A-1", "amount": 40}, scope="acme", dispatch=False)
+    execute_run(run.pk)
+    pause = Pause.objects.get(run=run)
+    assert pause.approvals_needed == 1
+    before = rows(pause)
+    with pytest.raises(InvalidAnswer) as refused:
+        pauses.approve(pause.pk, actor=alice, via="api", edited_args={"order_id": "A-1",
+                                                                       "amount": 9999})
+    assert "would need 2 approvers" in refused.value.detail
+    assert rows(pause) == before
+    # Within the threshold, one reviewer edits and approves as before.
+    done = pauses.approve(pause.pk, actor=alice, via="api",
+                          edited_args={"order_id": "A-1", "amount": 499.99})
+    assert done.continuation is not None

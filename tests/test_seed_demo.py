@@ -29,7 +29,9 @@ def test_the_pinned_default_is_three_refunds_in_acme_and_one_in_globex():
     assert all(p.approvals_needed == 1 for p in Pause.objects.all())
 
 
-def test_the_showcase_adds_a_question_and_a_refund_that_needs_two_approvers():
+def test_the_showcase_adds_a_question_and_a_refund_that_needs_two_approvers(settings):
+    settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
+                         "example_project.shop.approvals.two_approvers_over_500"}
     result = seed("--pauses", "1", "--showcase")
     assert len(result["pauses"]) == 4
     question, big = (Pause.objects.get(pk=p["id"]) for p in result["pauses"][2:])
