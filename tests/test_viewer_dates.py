@@ -22,6 +22,7 @@ from django.utils import timezone
 from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django.models import Pause
 from symfonic_django.templatetags.symfonic import format_datetime
+from symfonic_django.viewer import viewer_url
 
 from .conftest import paused_run
 
@@ -102,5 +103,17 @@ def test_the_review_page_shows_times_this_way_in_the_projects_zone(alice):
     assert "(2026-12-02 08:25:31 Europe/Paris)" in review
     assert f"({format_datetime(pause.expires_at)})" in review
     assert " a.m." not in review and " p.m." not in review  # Django's default format is gone
-
     assert SHOWN.fullmatch(format_datetime(pause.expires_at))
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Paris")
+def test_the_viewer_shows_times_the_same_way_and_hands_its_script_the_same_zone(alice):
+    run, _ = paused_run("refund", {"order_id": "TZ-2", "amount": 5})
+    viewer = alice.get(viewer_url(run)).content.decode()
+    assert f'<span id="symfonic-started">{format_datetime(run.created_at)}</span>' in viewer
+    assert "(times are in Europe/Paris)" in viewer
+    assert '"timeZone": "Europe/Paris"' in viewer  # what its script formats with
+    with timezone.override("Asia/Kolkata"):  # a zone the project activates for the user
+        viewer = alice.get(viewer_url(run)).content.decode()
+    assert '"timeZone": "Asia/Kolkata"' in viewer and "(times are in Asia/Kolkata)" in viewer

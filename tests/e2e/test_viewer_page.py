@@ -43,12 +43,18 @@ def test_a_reviewer_gets_the_page_with_its_stream_and_answer_links(client, alice
     response = client.get(viewer_url(run))
     assert response.status_code == 200
     assert "admin/base_site.html" in [t.name for t in response.templates]
-    assert config_of(response) == {
+    config = config_of(response)
+    assert {k: v for k, v in config.items() if k != "state"} == {
         "runId": str(run.pk),
         "streamPath": f"/ws/symfonic/runs/{run.pk}/",
+        "stateUrl": f"/admin/symfonic/runs/{run.pk}/live/state/",
         "pauseUrl": "/admin/symfonic_django/pause/{id}/change/",
         "runUrl": "/admin/symfonic_django/run/{id}/change/",
+        "timeZone": "UTC",
     }
+    # Where the run's pauses stood when the page was made: what the state URL answers.
+    assert config["state"]["pending"] == 1
+    assert [p["id"] for p in config["state"]["pauses"]] == [str(pause.pk)]
     assert b"symfonic_django/viewer.js" in response.content
 
 

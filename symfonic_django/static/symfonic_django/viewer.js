@@ -6,6 +6,17 @@
  * refusal. (A close the page starts itself also reads 1000 here: daphne answers a
  * client's close frame with 1000, whatever code it carried; so 1000 alone is not
  * the end.) Text from events is only ever set as textContent, never as HTML.
+ *
+ * A paused turn is not the end of the story. The socket closes after turn.paused,
+ * so the page then asks the run's state URL (viewer.py) how its pauses stand: at
+ * once, then every 0.2 s growing to 0.5 s while the tab is visible (10 s while it
+ * is hidden, and at once when it is shown again), until they are resolved. Then
+ * it follows the continuation's stream on the same page, below what it showed,
+ * and puts the continuation's viewer URL in the address bar (history.replaceState),
+ * so a reload lands on the run now streaming.
+ *
+ * Times are shown as the admin shows them: "2026-12-02 07:25:31 UTC", in the zone
+ * the server names (config.timeZone).
  */
 (function () {
   "use strict";
@@ -17,6 +28,11 @@
   var outcome = document.getElementById("symfonic-outcome");
   var logBody = document.getElementById("symfonic-log");
   var logCount = document.getElementById("symfonic-log-count");
+  var runIdCell = document.getElementById("symfonic-run-id");
+  var runLink = document.getElementById("symfonic-run-link");
+  var resumesRow = document.getElementById("symfonic-resumes");
+  var started = document.getElementById("symfonic-started");
+  var continuedRow = document.getElementById("symfonic-continued");
 
   var REFUSED = {
     4401: "not signed in (4401)",
@@ -25,14 +41,29 @@
   };
   var FIRST_RETRY_MS = 500;
   var MAX_RETRY_MS = 10000;
+  var FIRST_POLL_MS = 200;
+  var VISIBLE_POLL_MS = 500; // the follow latency's bound, while someone looks
+  var HIDDEN_POLL_MS = 10000;
+
+  // The run the page follows now; it moves on to each continuation in turn.
+  var current = {id: config.runId, streamPath: config.streamPath, stateUrl: config.stateUrl};
+  var knownState = config.state; // where its pauses stood when the page was made
+  var runs = 1; // runs followed on this page
+  var events = 0; // events rendered, over every run followed
 
   var lastSeq = 0;
   var connects = 0;
   var ended = false; // a terminal event arrived
   var socket = null;
+  var reconnectTimer = null;
   var retryMs = FIRST_RETRY_MS;
   var openMessage = null; // the message block deltas are appended to
   var tools = {}; // tool_call_id -> its card
+  var pauseCards = {}; // pause id -> its card
+  var waitingFor = null; // the pause ids of a turn.paused whose answers are awaited
+  var pollTimer = null;
+  var pollMs = FIRST_POLL_MS;
+  var polls = 0;
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -45,11 +76,51 @@
     return typeof value === "string" ? value : JSON.stringify(value, null, 2);
   }
 
-  function when(iso, withDate) {
+  // --- times, as the admin's symfonic_datetime filter shows them ---------------------
+
+  var zone = zoneNamed(config.timeZone || "UTC");
+
+  function pad(n) {
+    return (n < 10 ? "0" : "") + n;
+  }
+
+  // The zone `name` as {name, clock}: clock(date) is {day: "YYYY-MM-DD", time: "HH:MM:SS"}.
+  function zoneNamed(name) {
+    // A fixed offset, as Django names one: "UTC+02:00".
+    var fixed = /^UTC([+-])(\d\d):(\d\d)$/.exec(name);
+    if (fixed) {
+      var minutes = (fixed[1] === "-" ? -1 : 1) * (parseInt(fixed[2], 10) * 60 + parseInt(fixed[3], 10));
+      return {name: name, clock: function (date) {
+        var d = new Date(date.getTime() + minutes * 60000);
+        return {day: d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()),
+                time: pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds())};
+      }};
+    }
+    var format;
+    try {
+      format = new Intl.DateTimeFormat("en-US", {
+        timeZone: name, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit"
+      });
+    } catch (error) { // a zone this browser does not know: show UTC, and say so
+      return {name: "UTC", clock: zoneNamed("UTC+00:00").clock};
+    }
+    return {name: name, clock: function (date) {
+      var p = {};
+      format.formatToParts(date).forEach(function (part) { p[part.type] = part.value; });
+      return {day: p.year + "-" + p.month + "-" + p.day, time: p.hour + ":" + p.minute + ":" + p.second};
+    }};
+  }
+
+  function when(iso, withDate, inZone) {
     var date = new Date(iso);
     if (isNaN(date)) return String(iso);
-    return withDate ? date.toLocaleString() : date.toLocaleTimeString();
+    var z = inZone || zone;
+    var clock = z.clock(date);
+    return (withDate ? clock.day + " " : "") + clock.time + " " + z.name;
   }
+
+  // --- the page -------------------------------------------------------------------------
 
   function setStatus(status, label) {
     statusBadge.className = "symfonic-status symfonic-status-" + status;
@@ -81,13 +152,27 @@
     return a;
   }
 
+  function short(id) {
+    return String(id).slice(0, 8);
+  }
+
   function pauseLink(pauseId, text) {
-    if (!config.pauseUrl) return el("code", "", pauseId.slice(0, 8));
-    return link(config.pauseUrl.replace("{id}", pauseId), text || "pause " + pauseId.slice(0, 8));
+    if (!config.pauseUrl) return el("code", "", short(pauseId));
+    return link(config.pauseUrl.replace("{id}", pauseId), text || "pause " + short(pauseId));
   }
 
   function jsonBlock(value) {
     return el("pre", "symfonic-json", pretty(value));
+  }
+
+  function showOutcome(paragraphs, output) {
+    var body = outcome.querySelector(".symfonic-outcome-body");
+    body.textContent = "";
+    paragraphs.forEach(function (p) {
+      body.appendChild(typeof p === "string" ? el("p", "", p) : p);
+    });
+    if (output !== null && output !== undefined) body.appendChild(jsonBlock(output));
+    outcome.hidden = false;
   }
 
   // --- one renderer per event type ----------------------------------------------------
@@ -163,64 +248,233 @@
       var card = add(el("div", "symfonic-pause"));
       var head = card.appendChild(el("div", "symfonic-pause-head"));
       head.appendChild(el("strong", "", e.data.kind === "approval" ? "Approval requested" : "Question"));
-      if (e.data.expires_at) head.appendChild(el("span", "quiet", " · expires " + when(e.data.expires_at, true)));
+      card.when = head.appendChild(el("span", "quiet", e.data.expires_at ? " · expires " + when(e.data.expires_at, true) : ""));
       pausePrompt(card, e.data.kind, e.data.prompt);
       if (config.pauseUrl) {
-        var answer = card.appendChild(pauseLink(e.data.pause_id, "Answer it in the admin →"));
-        answer.className = "button symfonic-answer";
+        card.answer = card.appendChild(pauseLink(e.data.pause_id, "Answer it in the admin →"));
+        card.answer.className = "button symfonic-answer";
       }
+      pauseCards[e.data.pause_id] = card;
     },
     "turn.paused": function (e) {
-      var n = e.data.pause_ids.length;
+      ended = true;
+      openMessage = null;
       setStatus("paused", "Paused");
-      finish("Waiting for " + n + (n === 1 ? " answer" : " answers") + ". Answering continues the turn in a new run.",
-             null, e.data.pause_ids);
+      waitingFor = e.data.pause_ids;
+      if (!settleFrom(knownState)) {
+        showWaiting(knownState);
+        poll();
+      }
     },
     "turn.completed": function (e) {
+      ended = true;
       setStatus("completed", "Completed");
-      finish("The turn completed.", e.data.output);
+      showOutcome(["The turn completed."], e.data.output);
     },
     "turn.failed": function (e) {
+      ended = true;
       setStatus("failed", "Failed");
-      finish("The turn failed: " + e.data.code + (e.data.message ? " — " + e.data.message : ""), null);
+      showOutcome(["The turn failed: " + e.data.code + (e.data.message ? " — " + e.data.message : "")]);
     }
   };
 
-  function finish(text, output, pauseIds) {
-    ended = true;
-    openMessage = null;
-    var body = outcome.querySelector(".symfonic-outcome-body");
-    body.textContent = "";
-    body.appendChild(el("p", "", text));
-    (pauseIds || []).forEach(function (id) {
-      var p = body.appendChild(el("p"));
-      p.appendChild(pauseLink(id, "Answer pause " + id.slice(0, 8) + " →"));
-    });
-    if (output !== null && output !== undefined) body.appendChild(jsonBlock(output));
-    outcome.hidden = false;
-  }
-
   function log(e) {
     var row = logBody.appendChild(el("tr"));
-    row.appendChild(el("td", "", e.seq));
+    row.appendChild(el("td", "", runs > 1 ? short(current.id) + " #" + e.seq : e.seq));
     row.appendChild(el("td", "", e.type));
     row.appendChild(el("td", "", when(e.ts)));
-    logCount.textContent = String(e.seq);
+    events += 1;
+    logCount.textContent = String(events);
   }
+
+  // --- a paused turn: waiting for its answers, then following the continuation ----------
+
+  function pausesOf(state) {
+    var byId = {};
+    ((state && state.pauses) || []).forEach(function (p) { byId[p.id] = p; });
+    return byId;
+  }
+
+  function showWaiting(state) {
+    var n = waitingFor.length;
+    var byId = pausesOf(state);
+    var lines = ["Waiting for " + n + (n === 1 ? " answer" : " answers") +
+                 ". Answering continues the turn in a new run; this page follows it."];
+    waitingFor.forEach(function (id) {
+      var p = el("p");
+      var pause = byId[id];
+      if (pause && pause.status !== "pending") {
+        p.appendChild(document.createTextNode(answeredText(pause)));
+      } else {
+        p.appendChild(pauseLink(id, "Answer pause " + short(id) + " →"));
+        if (pause && pause.approvals) {
+          p.appendChild(document.createTextNode(" (" + pause.approvals.have + " of " +
+                                                pause.approvals.need + " approvals)"));
+        }
+      }
+      lines.push(p);
+    });
+    showOutcome(lines);
+  }
+
+  function answeredText(pause) {
+    var text = "Pause " + short(pause.id) + " " + pause.status_label.toLowerCase();
+    if (pause.answered_by) text += " by " + pause.answered_by;
+    if (pause.answered_via_label && pause.answered_via !== "system") text += " via " + pause.answered_via_label;
+    if (pause.answered_at) text += " at " + when(pause.answered_at, true);
+    return text + ".";
+  }
+
+  // If every awaited pause is resolved in `state`, show so and follow on; else false.
+  function settleFrom(state) {
+    if (!state || !waitingFor || state.run.id !== current.id) return false;
+    var byId = pausesOf(state);
+    var open = waitingFor.filter(function (id) { return !byId[id] || byId[id].status === "pending"; });
+    if (open.length) return false;
+    stopPolling();
+    var lines = waitingFor.map(function (id) {
+      markAnswered(byId[id]);
+      return answeredText(byId[id]);
+    });
+    waitingFor = null;
+    var next = state.continuation;
+    if (next) {
+      lines.push(continuedLine(next));
+      showOutcome(lines);
+      follow(next, lines);
+    } else {
+      setStatus(state.run.status, state.run.status_label);
+      lines.push("The turn does not continue: the run is " + state.run.status_label.toLowerCase() + ".");
+      showOutcome(lines);
+    }
+    return true;
+  }
+
+  function continuedLine(next) {
+    var p = el("p", "symfonic-continued");
+    p.appendChild(document.createTextNode("Continued in "));
+    p.appendChild(next.viewer_url ? link(next.viewer_url, "run " + short(next.id)) : el("code", "", short(next.id)));
+    p.appendChild(document.createTextNode(", followed below."));
+    return p;
+  }
+
+  function markAnswered(pause) {
+    var card = pauseCards[pause.id];
+    if (!card) return;
+    if (card.answer) card.answer.remove();
+    card.classList.add("symfonic-pause-resolved");
+    card.when.textContent = " · " + answeredText(pause);
+  }
+
+  function follow(next, lines) {
+    // Past the paused run: the continuation's events go below, on the same page.
+    var divider = add(el("div", "symfonic-divider"));
+    lines.forEach(function (line) {
+      divider.appendChild(typeof line === "string" ? el("p", "", line) : line.cloneNode(true));
+    });
+    if (socket) { var old = socket; socket = null; old.close(); }
+    if (reconnectTimer !== null) window.clearTimeout(reconnectTimer);
+    reconnectTimer = null;
+    var previous = current;
+    current = {id: next.id, streamPath: next.stream_path, stateUrl: next.state_url};
+    knownState = null;
+    runs += 1;
+    lastSeq = 0;
+    ended = false;
+    retryMs = FIRST_RETRY_MS;
+    openMessage = null;
+    tools = {};
+    runIdCell.textContent = next.id;
+    if (runLink && config.runUrl) runLink.href = config.runUrl.replace("{id}", next.id);
+    if (next.created_at) started.textContent = when(next.created_at, true);
+    resumedFrom(previous.id, window.location.pathname, next.resumed_from_pause_id);
+    if (continuedRow) continuedRow.hidden = true;
+    setStatus(next.status, next.status_label);
+    if (next.viewer_url) window.history.replaceState(null, "", next.viewer_url);
+    connect();
+  }
+
+  // The facts' "Resumes" row, for a run that continues `runId` (its viewer at `href`).
+  function resumedFrom(runId, href, pauseId) {
+    var cell = resumesRow.querySelector("td");
+    cell.textContent = "";
+    cell.appendChild(link(href, "run " + short(runId)));
+    cell.appendChild(document.createTextNode(", the run that paused"));
+    if (pauseId) {
+      cell.appendChild(document.createTextNode(" (answer to pause "));
+      cell.appendChild(el("code", "", short(pauseId)));
+      cell.appendChild(document.createTextNode(")"));
+    }
+    resumesRow.hidden = false;
+  }
+
+  function stopPolling() {
+    if (pollTimer !== null) window.clearTimeout(pollTimer);
+    pollTimer = null;
+  }
+
+  function schedule(failed) {
+    stopPolling();
+    var cap = failed || document.hidden ? HIDDEN_POLL_MS : VISIBLE_POLL_MS;
+    pollTimer = window.setTimeout(poll, pollMs);
+    pollMs = Math.min(Math.round(pollMs * 1.5), cap);
+  }
+
+  function poll() {
+    stopPolling();
+    if (!waitingFor || !current.stateUrl) return;
+    var asked = current.id;
+    polls += 1;
+    fetch(current.stateUrl, {credentials: "same-origin", cache: "no-store",
+                             headers: {Accept: "application/json"}})
+      .then(function (response) {
+        if (response.status === 401 || response.status === 403 || response.status === 404) {
+          stopPolling();
+          setConnection("stopped following: the server says " + response.status, "refused");
+          return null;
+        }
+        var json = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
+        if (!response.ok || !json) throw new Error("state " + response.status);
+        return response.json();
+      })
+      .then(function (state) {
+        if (!state || asked !== current.id || !waitingFor) return;
+        pollMs = Math.min(pollMs, VISIBLE_POLL_MS);
+        if (!settleFrom(state)) {
+          showWaiting(state);
+          schedule(false);
+        }
+      })
+      .catch(function () {
+        if (asked === current.id && waitingFor) schedule(true);
+      });
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && pollTimer !== null) {
+      pollMs = FIRST_POLL_MS;
+      poll(); // shown again: ask now rather than at the end of a hidden tab's long wait
+    }
+  });
 
   // --- the socket -----------------------------------------------------------------------
 
   function connect() {
+    reconnectTimer = null;
     var scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-    var url = scheme + "//" + window.location.host + config.streamPath +
+    var url = scheme + "//" + window.location.host + current.streamPath +
       (lastSeq ? "?after=" + lastSeq : "");
     setConnection(lastSeq ? "reconnecting…" : "connecting…");
-    socket = new WebSocket(url);
-    socket.onopen = function () {
+    var ws = new WebSocket(url);
+    socket = ws;
+    // A socket the page has moved on from (a run it no longer follows) is ignored.
+    ws.onopen = function () {
+      if (socket !== ws) return;
       connects += 1;
       setConnection("live", "live");
     };
-    socket.onmessage = function (message) {
+    ws.onmessage = function (message) {
+      if (socket !== ws) return;
       var e = JSON.parse(message.data);
       if (e.seq <= lastSeq) return; // never render an event twice
       lastSeq = e.seq;
@@ -228,16 +482,17 @@
       (render[e.type] || function () {})(e);
       log(e);
     };
-    socket.onclose = function (close) {
+    ws.onclose = function (close) {
+      if (socket !== ws) return;
       socket = null;
       if (close.code === 1000 && ended) {
-        setConnection("stream ended", "ended");
+        setConnection(waitingFor ? "stream ended; waiting for the answer" : "stream ended", "ended");
       } else if (REFUSED[close.code]) {
         setConnection("refused: " + REFUSED[close.code], "refused");
       } else {
         setConnection("connection lost (" + close.code + "), reconnecting in " +
                       Math.round(retryMs / 100) / 10 + " s…", "lost");
-        window.setTimeout(connect, retryMs);
+        reconnectTimer = window.setTimeout(connect, retryMs);
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
     };
@@ -245,8 +500,13 @@
 
   // A handle for operators (and tests): where the viewer is, and a way to drop the socket.
   window.symfonicViewer = {
+    get runId() { return current.id; },
+    get runs() { return runs; },
     get lastSeq() { return lastSeq; },
     get connects() { return connects; },
+    get polls() { return polls; },
+    // An ISO time as this page shows it, in its zone or in the zone named.
+    format: function (iso, zoneName) { return when(iso, true, zoneName ? zoneNamed(zoneName) : null); },
     drop: function () { if (socket) socket.close(4000, "dropped by the page"); }
   };
 
