@@ -54,7 +54,8 @@ LEGACY_KEYS = {
 #: Hooks that may be left unset (None); every other hook needs a callable.
 OPTIONAL_HOOKS = frozenset({"REQUEST_SCOPE", "OWNER_GUARD", "ADMISSION", "APPROVAL_POLICY"})
 
-_POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES", "IDEMPOTENCY_RETENTION")
+_POSITIVE_INTS = ("TOKEN_MAX_AGE", "LEASE_SECONDS", "MAX_ANSWER_BYTES", "IDEMPOTENCY_RETENTION",
+                  "CLAIM_SECONDS")
 
 
 def _user_settings() -> Any:
@@ -332,6 +333,8 @@ def check_num_proxies(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
 #: The number-of-seconds keys of ``NOTIFY``, each above 0.
 _NOTIFY_SECONDS = ("RETRY_BACKOFF", "RETRY_BACKOFF_MAX", "TIMEOUT")
 WEBHOOK_KEYS = frozenset({"NAME", "URL", "SECRET", "EVENTS", "SCOPES", "INCLUDE_TOKEN"})
+#: The longest name ``django.contrib.auth``'s ``Group`` takes.
+GROUP_NAME_CHARS = 150
 #: Django's default sender, which many mail servers refuse.
 PLACEHOLDER_SENDER = "webmaster@localhost"
 
@@ -425,7 +428,36 @@ def check_notifications(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             and given["RETRY_BACKOFF_MAX"] < given["RETRY_BACKOFF"]):
         errors.append(_notify_error("['RETRY_BACKOFF_MAX'] is below RETRY_BACKOFF.",
                                     "The longest wait between attempts is at least the first."))
-    return errors + _check_webhooks(given["WEBHOOKS"])
+    return errors + _check_reminders(given) + _check_webhooks(given["WEBHOOKS"])
+
+
+def _check_reminders(given: dict[str, Any]) -> list[Error]:
+    """``REMIND_BEFORE``, ``ESCALATE_BEFORE`` (seconds or None, escalation the later) and
+    ``ESCALATE_TO`` (a group name or None)."""
+    errors = []
+    for key in ("REMIND_BEFORE", "ESCALATE_BEFORE"):
+        value = given[key]
+        if value is not None and (not _is_number(value) or value <= 0):
+            errors.append(_notify_error(f"[{key!r}] must be None or a number of seconds above "
+                                        f"0, not {value!r}.",
+                                        f"Seconds before a pause expires; the default is "
+                                        f"{NOTIFY_DEFAULTS[key]}, None turns it off."))
+    remind, escalate = given["REMIND_BEFORE"], given["ESCALATE_BEFORE"]
+    if (_is_number(remind) and _is_number(escalate) and remind > 0 and escalate > 0
+            and escalate >= remind):
+        errors.append(_notify_error(
+            f"['ESCALATE_BEFORE'] ({escalate}) is not less than REMIND_BEFORE ({remind}): the "
+            "escalation would go out before, or with, the reminder.",
+            "Escalate closer to the expiry than the reminder, e.g. REMIND_BEFORE 3600 and "
+            "ESCALATE_BEFORE 900."))
+    group = given["ESCALATE_TO"]
+    if group is not None and not (isinstance(group, str) and group.strip()
+                                  and len(group) <= GROUP_NAME_CHARS):
+        errors.append(_notify_error(f"['ESCALATE_TO'] must be None or the name of a Django "
+                                    f"auth group, not {group!r}.",
+                                    "Its active members with an email address are sent "
+                                    "escalations; None sends none by email."))
+    return errors
 
 
 def _webhook_error(message: str, hint: str) -> Error:

@@ -45,6 +45,9 @@ DEFAULTS: dict[str, Any] = {
     "APPROVAL_POLICY": None,
     "TOKEN_MAX_AGE": 24 * 3600,
     "LEASE_SECONDS": 60,
+    # Seconds a reviewer's claim on a pause ("being reviewed by alice") lasts unless they
+    # claim it again or release it (pauses.claim). A claim informs; it locks nothing.
+    "CLAIM_SECONDS": 15 * 60,
     "MAX_ANSWER_BYTES": 64 * 1024,
     # "fail": an expired pause fails the paused run; "resume": it resumes with a timeout answer.
     "ON_EXPIRE": "fail",
@@ -89,6 +92,15 @@ NOTIFY_DEFAULTS: dict[str, Any] = {
     "RETRY_BACKOFF_MAX": 6 * 3600.0,
     # Seconds a webhook's receiver has to answer (an email's: Django's own EMAIL_TIMEOUT).
     "TIMEOUT": 10.0,
+    # Seconds before a pending pause expires when its scope's reviewers are reminded of it
+    # (pause.reminder: email and webhook), once. None: no reminders.
+    "REMIND_BEFORE": 3600,
+    # Seconds before it expires when a still pending pause is escalated (pause.escalated:
+    # email to ESCALATE_TO's members, webhook), once; less than REMIND_BEFORE. None: never.
+    "ESCALATE_BEFORE": 15 * 60,
+    # The name of a Django auth group whose active members' addresses get escalations.
+    # None: no escalation email (a webhook that takes pause.escalated still gets it).
+    "ESCALATE_TO": None,
 }
 
 IMPORT_STRINGS = frozenset(

@@ -139,6 +139,23 @@ class ApprovalNotCounted(SymfonicError):
     default_detail = "This approval cannot count toward the pause's quorum."
 
 
+class ClaimHeld(SymfonicError):
+    """Another reviewer's claim on the pause has not lapsed ("Being reviewed by alice until
+    07:40."). A claim informs: it refuses other claims, never an answer."""
+
+    code = "claimed"
+    status = 409
+    default_detail = "Another reviewer is reviewing this pause."
+
+
+class ClaimNotHeld(SymfonicError):
+    """A release of a claim the caller does not hold (someone else's, lapsed, or none)."""
+
+    code = "not_claimed"
+    status = 409
+    default_detail = "You hold no claim on this pause."
+
+
 class PauseCancelled(AlreadyAnswered):
     default_detail = "This pause was cancelled."
 

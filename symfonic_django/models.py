@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from .conf import ALL_SCOPES
@@ -141,6 +142,17 @@ class PauseQuerySet(models.QuerySet["Pause"]):
     def due(self, now: datetime | None = None) -> PauseQuerySet:
         return self.pending().filter(expires_at__lte=now or timezone.now())
 
+    def nearing_expiry(self, now: datetime, before: timedelta) -> PauseQuerySet:
+        """Pending pauses that expire within ``before`` of ``now`` (not yet expired), and
+        were requested before that window opened: a pause asked for a shorter time than
+        ``before`` was never "near" its expiry, its request said how long it had.
+
+        The range on ``expires_at`` reads the partial index of pending pauses
+        (``symfonic_pause_due_idx``); the rest filters its rows.
+        """
+        return self.pending().filter(expires_at__gt=now, expires_at__lte=now + before,
+                                     created_at__lte=F("expires_at") - before)
+
 
 class Pause(models.Model):
     """One human interaction; its ``id`` is the token's ``jti``."""
@@ -179,6 +191,18 @@ class Pause(models.Model):
     continuation = models.ForeignKey(
         Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="resumed_pauses"
     )
+    #: Who is reviewing it ("being reviewed by alice"), until when (``pauses.claim``). A
+    #: claim informs, it does not lock: anyone who may answer still can. No index: nothing
+    #: lists pauses by their claimant (the pause page reads its own row), and a user is
+    #: deleted rarely enough for that one SET_NULL to read the table; an inbox tab of
+    #: "claimed by me" would want a partial index over claimed pending pauses instead.
+    claimed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                   null=True, blank=True, related_name="+", db_index=False)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    #: When the reminder before its expiry, and the escalation after it, went out (once
+    #: each: ``pauses.mark_reminded`` / ``mark_escalated`` write them in a guarded UPDATE).
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     #: What the admin's search reads (``hitl.search_text``): the proposed actions' names,
@@ -219,6 +243,16 @@ class Pause(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == PauseStatus.PENDING
+
+    @property
+    def claimant(self) -> Any:
+        """The user whose claim on it has not lapsed, else None (reads ``claimed_by``)."""
+        return self.claimant_at(timezone.now())
+
+    def claimant_at(self, now: datetime) -> Any:
+        if self.claimed_by_id is None or self.claimed_until is None or self.claimed_until <= now:
+            return None
+        return self.claimed_by
 
 
 class TurnEvent(models.Model):
@@ -283,6 +317,11 @@ class Decision(AuditRecord):
         RESPOND = "respond", "Responded"
         EXPIRE = "expire", "Expired"
         CANCEL = "cancel", "Cancelled"
+        # Not answers: who said they are reviewing it, and what the system told whom.
+        CLAIM = "claim", "Claimed"
+        RELEASE = "release", "Released"
+        REMIND = "remind", "Reminded"
+        ESCALATE = "escalate", "Escalated"
 
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
     action = models.CharField(max_length=16, choices=Action.choices)

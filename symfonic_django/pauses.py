@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import hitl, jsontext, runs, signals
@@ -35,6 +36,8 @@ from .exceptions import (
     AlreadyAnswered,
     AlreadyApproved,
     ApprovalNotCounted,
+    ClaimHeld,
+    ClaimNotHeld,
     InteractionConfigurationError,
     InvalidAnswer,
     InvalidProposal,
@@ -43,6 +46,7 @@ from .exceptions import (
     PauseCancelled,
     PauseExpired,
     PayloadTooLarge,
+    PermissionDenied,
 )
 from .models import AnsweredVia, Decision, Pause, PauseKind, PauseStatus, Run, RunStatus
 from .scopes import scope_key
@@ -479,6 +483,135 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
             signals.send_on_commit(signals.pause_expired, Pause, pause=resolution.pause,
                                    continuation=resolution.continuation)
     return resolutions
+
+
+# --- review claims ----------------------------------------------------------------
+#
+# "Being reviewed by alice until 07:40": a claim tells other reviewers someone is on it.
+# It informs and locks nothing: anyone who may answer the pause still can, and an
+# answer ends the claim's meaning with the pause. A claim is not a status, so these
+# write only ``claimed_by`` / ``claimed_until``, each under the pause's row lock with a
+# guarded UPDATE (the claim on SQLite, which has no row locks), and a ``Decision``.
+
+def _clock(moment: datetime) -> str:
+    return f"{timezone.localtime(moment):%H:%M}"
+
+
+def _claimable(pause_id: Any, actor: Any, visible: Any, now: datetime) -> Pause:
+    """``pause_id`` locked, pending and in time, claimed or released by a signed-in user."""
+    if getattr(actor, "pk", None) is None:
+        raise PermissionDenied("A claim names the reviewer who holds it: sign in to claim "
+                               "or release a pause.")
+    pause = _lookup(pause_id, visible)
+    pause = (Pause.objects.select_for_update(of=("self",))
+             .select_related("answered_by", "claimed_by").get(pk=pause.pk))
+    if pause.status != PENDING or pause.expires_at <= now:
+        _refuse_closed(pause, now)
+    return pause
+
+
+def claim(pause_id: Any, *, actor: Any, via: str = AnsweredVia.PYTHON,
+          visible: Any = ALL_SCOPES, now: datetime | None = None) -> Pause:
+    """Claim a pending pause for ``actor`` for ``CLAIM_SECONDS``; the holder may claim again
+    to extend it. Returns the pause as claimed.
+
+    Refused, changing nothing: ``ClaimHeld`` while another reviewer's claim has not
+    lapsed; ``AlreadyAnswered`` / ``PauseCancelled`` / ``PauseExpired`` for a closed pause;
+    ``NotFound`` outside ``visible``; ``PermissionDenied`` for no user.
+    """
+    now = now or timezone.now()
+    until = now + timedelta(seconds=settings.CLAIM_SECONDS)
+    with transaction.atomic():
+        pause = _claimable(pause_id, actor, visible, now)
+        holder = pause.claimant_at(now)
+        if holder is not None and holder.pk != actor.pk:
+            raise ClaimHeld(f"Being reviewed by {_label(holder)} until "
+                            f"{_clock(pause.claimed_until or now)}.")
+        free = Q(claimed_by__isnull=True) | Q(claimed_by=actor.pk) | Q(claimed_until__lte=now)
+        if not Pause.objects.filter(free, pk=pause.pk, status=PENDING).update(
+                claimed_by=actor.pk, claimed_until=until, updated_at=now):
+            # SQLite, without row locks: another reviewer claimed it since it was read.
+            raise ClaimHeld("Another reviewer claimed this pause a moment ago.")
+        Decision.objects.create(pause=pause, scope_key=pause.scope_key, actor=actor,
+                                actor_label=_label(actor), via=via,
+                                action=Decision.Action.CLAIM, comment=f"until {_clock(until)}",
+                                created_at=now)
+    pause.claimed_by, pause.claimed_until, pause.updated_at = actor, until, now
+    return pause
+
+
+def release(pause_id: Any, *, actor: Any, via: str = AnsweredVia.PYTHON,
+            visible: Any = ALL_SCOPES, now: datetime | None = None) -> Pause:
+    """Give up ``actor``'s claim on a pending pause before it lapses. Returns the pause.
+
+    Refused, changing nothing: ``ClaimNotHeld`` when ``actor`` holds no live claim on
+    it (another reviewer's, a lapsed one, none), and as ``claim`` for the rest.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        pause = _claimable(pause_id, actor, visible, now)
+        holder = pause.claimant_at(now)
+        if holder is not None and holder.pk != actor.pk:
+            raise ClaimNotHeld(f"You hold no claim on this pause: it is being reviewed by "
+                               f"{_label(holder)} until {_clock(pause.claimed_until or now)}.")
+        mine = Q(claimed_by=actor.pk, claimed_until__gt=now)
+        if holder is None or not Pause.objects.filter(mine, pk=pause.pk, status=PENDING).update(
+                claimed_by=None, claimed_until=None, updated_at=now):
+            raise ClaimNotHeld("You hold no claim on this pause (or it has lapsed).")
+        Decision.objects.create(pause=pause, scope_key=pause.scope_key, actor=actor,
+                                actor_label=_label(actor), via=via,
+                                action=Decision.Action.RELEASE, created_at=now)
+    pause.claimed_by, pause.claimed_until, pause.updated_at = None, None, now
+    return pause
+
+
+# --- reminders and escalations -----------------------------------------------------
+#
+# Each pause is reminded once and escalated once: the sweep (``notifications``) asks for
+# the pauses it found due, and these take the ones still pending and not yet told, under
+# their row locks (skipping rows another sweep holds), with a guarded UPDATE and one
+# ``Decision`` each, in the caller's transaction, so two sweeps racing tell each once.
+
+#: A decision's comment, or how to write one for each pause.
+Comment = str | Callable[[Pause], str]
+
+
+def mark_reminded(pause_ids: list[Any], *, now: datetime, comment: Comment = "") -> list[Pause]:
+    """Record the reminder of those of ``pause_ids`` still pending, unexpired and not yet
+    reminded, with a ``Decision`` each (``comment``); returns them (with ``claimed_by``).
+
+    Call it inside the ``transaction.atomic()`` that writes what they announce: the
+    marks and the deliveries commit together, or neither does.
+    """
+    return _mark(pause_ids, "reminded_at", Decision.Action.REMIND, now=now, comment=comment)
+
+
+def mark_escalated(pause_ids: list[Any], *, now: datetime, comment: Comment = "") -> list[Pause]:
+    """``mark_reminded`` for the escalation (``escalated_at``)."""
+    return _mark(pause_ids, "escalated_at", Decision.Action.ESCALATE, now=now, comment=comment)
+
+
+def _mark(pause_ids: list[Any], column: str, action: str, *, now: datetime,
+          comment: Comment) -> list[Pause]:
+    untold = Q(status=PENDING, expires_at__gt=now, **{f"{column}__isnull": True})
+    with transaction.atomic():
+        chosen = list(Pause.objects.select_for_update(of=("self",), skip_locked=True)
+                      .select_related("claimed_by").filter(untold, pk__in=pause_ids)
+                      .order_by("expires_at", "pk"))
+        if not chosen:
+            return []
+        marked = Pause.objects.filter(untold, pk__in=[p.pk for p in chosen]).update(
+            **{column: now})
+        if marked != len(chosen):  # without row locks another sweep got there: tell none
+            raise AlreadyAnswered("Another sweep is telling these pauses' reviewers.")
+        Decision.objects.bulk_create(
+            Decision(pause=pause, scope_key=pause.scope_key, via=AnsweredVia.SYSTEM,
+                     action=action, actor_label="system", created_at=now,
+                     comment=comment(pause) if callable(comment) else comment)
+            for pause in chosen)
+    for pause in chosen:
+        setattr(pause, column, now)
+    return chosen
 
 
 # --- settling a paused run ---------------------------------------------------
