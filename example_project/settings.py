@@ -150,6 +150,7 @@ CELERY_BEAT_SCHEDULE = {
     "symfonic-prune": {"task": "symfonic_django.prune", "schedule": 3600.0},
     "symfonic-send-due-notifications": {"task": "symfonic_django.send_due_notifications",
                                         "schedule": 60.0},
+    "symfonic-send-reminders": {"task": "symfonic_django.send_reminders", "schedule": 60.0},
 }
 
 REST_FRAMEWORK = {

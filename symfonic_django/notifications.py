@@ -4,7 +4,11 @@ What is told, and to whom (``SYMFONIC["NOTIFY"]``, see ``conf.NOTIFY_DEFAULTS``)
 
 - ``pause.requested``: an email to each reviewer of the pause's scope
   (``REVIEWER_EMAILS``), and a webhook to each endpoint that takes it;
-- ``pause.answered``, ``pause.expired``, ``run.completed``, ``run.failed``: webhooks.
+- ``pause.answered``, ``pause.expired``, ``run.completed``, ``run.failed``: webhooks;
+- ``pause.reminder`` (``REMIND_BEFORE`` its expiry, to the scope's reviewers) and
+  ``pause.escalated`` (``ESCALATE_BEFORE`` it, to the members of the ``ESCALATE_TO``
+  group): email and webhook, once per pause each, from the ``send_reminders`` sweep
+  (a beat task and ``manage.py symfonic_remind``), not from a signal.
 
 The receivers below only write one ``NotificationDelivery`` row per target and
 send the delivery task by name (``DELIVER_TASK``, in ``tasks.py``) once the
@@ -33,8 +37,9 @@ receiver drops a repeat (delivery is at least once).
 A pause token is a bearer credential for answering (DESIGN section 6, "Who
 holds a token"). No notification carries one unless a setting asks
 (``INCLUDE_TOKEN`` for email, an endpoint's ``INCLUDE_TOKEN``), and then
-only ``pause.requested`` of a pause still pending; it is minted at each
-attempt, never stored. Like ``delivery``, this is a surface that delivers
+only ``pause.requested`` or ``pause.reminder`` of a pause still pending (their
+emails go to the scope's reviewers); never ``pause.escalated``, whose group
+need not review the scope. A token is minted at each attempt, never stored. Like ``delivery``, this is a surface that delivers
 events, so it sits beside it in the layers: above the pause state machine
 (``pauses.token_for``), below the tasks and the admin that call it.
 """
@@ -51,6 +56,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import current_app
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMultiAlternatives
 from django.core.validators import validate_email
@@ -65,7 +71,7 @@ from django.utils.module_loading import import_string
 from django.utils.text import Truncator
 from standardwebhooks import Webhook
 
-from . import hitl, signals
+from . import hitl, pauses, signals
 from .conf import NOTIFY_DEFAULTS, settings
 from .exceptions import SymfonicError
 from .models import (
@@ -79,7 +85,6 @@ from .models import (
     Redelivery,
     Run,
 )
-from .pauses import token_for
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +96,26 @@ PAUSE_ANSWERED = "pause.answered"
 PAUSE_EXPIRED = "pause.expired"
 RUN_COMPLETED = "run.completed"
 RUN_FAILED = "run.failed"
+PAUSE_REMINDER = "pause.reminder"
+PAUSE_ESCALATED = "pause.escalated"
 #: Every event type a webhook endpoint may take (its ``EVENTS``; all by default).
-EVENT_TYPES = (PAUSE_REQUESTED, PAUSE_ANSWERED, PAUSE_EXPIRED, RUN_COMPLETED, RUN_FAILED)
+EVENT_TYPES = (PAUSE_REQUESTED, PAUSE_ANSWERED, PAUSE_EXPIRED, RUN_COMPLETED, RUN_FAILED,
+               PAUSE_REMINDER, PAUSE_ESCALATED)
+#: The events that may carry a pause's token (to an endpoint or an email that asks):
+#: their emails go to the reviewers of the pause's scope, who may answer it.
+TOKEN_EVENTS = frozenset({PAUSE_REQUESTED, PAUSE_REMINDER})
 
-EMAIL_TEMPLATES = {"subject": "symfonic_django/email/pause_requested_subject.txt",
-                   "text": "symfonic_django/email/pause_requested.txt",
-                   "html": "symfonic_django/email/pause_requested.html"}
+
+def _templates(name: str) -> dict[str, str]:
+    return {"subject": f"symfonic_django/email/{name}_subject.txt",
+            "text": f"symfonic_django/email/{name}.txt",
+            "html": f"symfonic_django/email/{name}.html"}
+
+
+#: The templates of each event type that is emailed.
+EMAIL_TEMPLATES = {PAUSE_REQUESTED: _templates("pause_requested"),
+                   PAUSE_REMINDER: _templates("pause_reminder"),
+                   PAUSE_ESCALATED: _templates("pause_escalated")}
 USER_AGENT = "symfonic-django-webhooks"
 #: How much of a pause's words a notification carries.
 SUMMARY_CHARS = 200
@@ -178,6 +197,11 @@ class NotifySettings:
     retry_backoff: float
     retry_backoff_max: float
     timeout: float
+    #: How long before a pause's expiry its reminder and its escalation go out (None: never),
+    #: and the group whose members are emailed the escalation.
+    remind_before: timedelta | None = None
+    escalate_before: timedelta | None = None
+    escalate_to: str | None = None
 
     def endpoint(self, name: str) -> Endpoint | None:
         return next((e for e in self.webhooks if e.name == name), None)
@@ -212,7 +236,14 @@ def notify_settings() -> NotifySettings:
         retry_backoff=float(given["RETRY_BACKOFF"]),
         retry_backoff_max=float(given["RETRY_BACKOFF_MAX"]),
         timeout=float(given["TIMEOUT"]),
+        remind_before=_seconds(given["REMIND_BEFORE"]),
+        escalate_before=_seconds(given["ESCALATE_BEFORE"]),
+        escalate_to=given["ESCALATE_TO"] or None,
     )
+
+
+def _seconds(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=value)
 
 
 # --- what is said --------------------------------------------------------------------------
@@ -328,14 +359,34 @@ def reviewer_addresses(config: NotifySettings, scope_key: str) -> list[str]:
     """The distinct, valid addresses ``REVIEWER_EMAILS`` gives for ``scope_key``."""
     if config.reviewer_emails is None:
         return []
+    return _valid_addresses(config.reviewer_emails(scope_key) or (),
+                            f"REVIEWER_EMAILS for scope {scope_key!r}")
+
+
+def escalation_addresses(config: NotifySettings) -> list[str]:
+    """The distinct, valid addresses of the active members of the ``ESCALATE_TO`` group."""
+    if config.escalate_to is None:
+        return []
+    users = get_user_model()
+    field = users.get_email_field_name()
+    given = (users.objects.filter(groups__name=config.escalate_to, is_active=True)
+             .exclude(**{field: ""}).order_by(field).values_list(field, flat=True))
+    found = _valid_addresses(given, f"the ESCALATE_TO group {config.escalate_to!r}")
+    if not found:
+        log.warning("the ESCALATE_TO group %r has no active member with an email address: "
+                    "escalations are emailed to nobody", config.escalate_to)
+    return found
+
+
+def _valid_addresses(given: Iterable[Any], source: str) -> list[str]:
     found: dict[str, str] = {}
-    for given in config.reviewer_emails(scope_key) or ():
-        address = str(given).strip()
+    for value in given:
+        address = str(value or "").strip()
         try:
             validate_email(address)
         except ValidationError:
-            log.warning("REVIEWER_EMAILS gave %r for scope %r, which is not an email address; "
-                        "it is skipped", given, scope_key)
+            log.warning("%s gave %r, which is not an email address; it is skipped",
+                        source, value)
             continue
         found.setdefault(address.lower(), address)
     return list(found.values())
@@ -350,19 +401,31 @@ def announce(event_type: str, data: dict[str, Any], *, run_id: Any, scope_key: s
     the scope's reviewers' addresses. Nothing is written when there is none.
     """
     config = config or notify_settings()
+    emails = reviewer_addresses(config, scope_key) if event_type == PAUSE_REQUESTED else []
+    rows = _deliveries(event_type, data, run_id=run_id, scope_key=scope_key,
+                       pause_id=pause_id, emails=emails, config=config, now=timezone.now())
+    return _store(rows)
+
+
+def _deliveries(event_type: str, data: dict[str, Any], *, run_id: Any, scope_key: str,
+                pause_id: Any, emails: list[str], config: NotifySettings, now: datetime
+                ) -> list[NotificationDelivery]:
+    """The unsaved deliveries of one event: to each endpoint that takes it, and ``emails``."""
     targets = [(DeliveryChannel.WEBHOOK, e.name) for e in config.webhooks
                if e.takes(event_type, scope_key)]
-    if event_type == PAUSE_REQUESTED:
-        targets += [(DeliveryChannel.EMAIL, a) for a in reviewer_addresses(config, scope_key)]
-    if not targets:
-        return []
-    now = timezone.now()
+    targets += [(DeliveryChannel.EMAIL, address) for address in emails]
     payload = {"type": event_type, "timestamp": _iso(now), "data": data}
-    rows = [NotificationDelivery(channel=channel, target=target, event_type=event_type,
+    return [NotificationDelivery(channel=channel, target=target, event_type=event_type,
                                  payload=payload, scope_key=scope_key, run_id=run_id,
                                  pause_id=pause_id, max_attempts=config.max_attempts,
                                  next_attempt_at=now, created_at=now)
             for channel, target in targets]
+
+
+def _store(rows: list[NotificationDelivery]) -> list[NotificationDelivery]:
+    """Write ``rows`` in one statement; each is sent to the workers once they commit."""
+    if not rows:
+        return []
     with transaction.atomic():
         NotificationDelivery.objects.bulk_create(rows)
         transaction.on_commit(lambda: _send_all(rows))
@@ -457,17 +520,20 @@ def _record(delivery: NotificationDelivery, row: DeliveryAttempt, *, error: str,
 
 
 def _with_token(delivery: NotificationDelivery) -> str | None:
-    """A token for the delivery's pause, if it is a still pending pause's request."""
+    """A token for the delivery's pause, if it is a still pending pause's request or
+    reminder (``TOKEN_EVENTS``)."""
     pause = delivery.pause
-    if delivery.event_type != PAUSE_REQUESTED or pause is None or not pause.is_pending:
+    if delivery.event_type not in TOKEN_EVENTS or pause is None or not pause.is_pending:
         return None
-    return token_for(pause)
+    return pauses.token_for(pause)
 
 
 def email_message(delivery: NotificationDelivery, config: NotifySettings
                   ) -> EmailMultiAlternatives:
-    """The email of a ``pause.requested`` delivery: text and HTML from the templates."""
+    """The email of a pause's request, reminder or escalation: text and HTML from the
+    templates of its event type (``EMAIL_TEMPLATES``)."""
     data = delivery.payload["data"]
+    templates = EMAIL_TEMPLATES[delivery.event_type]
     context = {
         "data": data,
         "kind": PauseKind(data["kind"]).label if data["kind"] in PauseKind.values else "",
@@ -475,12 +541,12 @@ def email_message(delivery: NotificationDelivery, config: NotifySettings
         "token": _with_token(delivery) if config.include_token else None,
     }
     # One line, whatever the agent wrote: a header cannot hold a line break.
-    subject = " ".join(render_to_string(EMAIL_TEMPLATES["subject"], context).split())
+    subject = " ".join(render_to_string(templates["subject"], context).split())
     message = EmailMultiAlternatives(
-        subject=subject, body=render_to_string(EMAIL_TEMPLATES["text"], context),
+        subject=subject, body=render_to_string(templates["text"], context),
         from_email=config.from_email, to=[delivery.target],
         headers={"X-Symfonic-Delivery": str(delivery.pk)})
-    message.attach_alternative(render_to_string(EMAIL_TEMPLATES["html"], context), "text/html")
+    message.attach_alternative(render_to_string(templates["html"], context), "text/html")
     return message
 
 
@@ -588,3 +654,91 @@ def send_due(*, now: datetime | None = None) -> int:
     for delivery_id in overdue:
         _send(delivery_id)
     return len(overdue)
+
+
+# --- reminders and escalations: the sweep ---------------------------------------------
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one ``send_reminders`` call did: how many pauses it reminded and escalated."""
+
+    reminded: int
+    escalated: int
+
+
+def send_reminders(*, now: datetime | None = None, limit: int = BATCH) -> Sweep:
+    """Remind the reviewers of pending pauses that near their expiry, then escalate those
+    that come nearer still, each pause once; at most ``limit`` pauses of each.
+
+    A pause is due for its reminder once it expires within ``REMIND_BEFORE`` (and was
+    asked before that window opened), and for its escalation within ``ESCALATE_BEFORE``.
+    Each batch is a few queries whatever its size (one more per distinct scope, for its
+    reviewers' addresses): the due pauses read from the partial index of pending pauses
+    by expiry, then marked, audited and their deliveries written in one transaction
+    (``pauses.mark_reminded`` skips the rows another sweep holds, so two sweeps racing
+    tell each pause once).
+    """
+    config = notify_settings()
+    now = now or timezone.now()
+    reminded = escalated = 0
+    if config.remind_before is not None and (
+            config.reviewer_emails is not None or _takes_anywhere(config, PAUSE_REMINDER)):
+        reminded = _sweep(PAUSE_REMINDER, config.remind_before, config=config, now=now,
+                          limit=limit)
+    if config.escalate_before is not None and (
+            config.escalate_to is not None or _takes_anywhere(config, PAUSE_ESCALATED)):
+        escalated = _sweep(PAUSE_ESCALATED, config.escalate_before, config=config, now=now,
+                           limit=limit)
+    return Sweep(reminded=reminded, escalated=escalated)
+
+
+def _takes_anywhere(config: NotifySettings, event_type: str) -> bool:
+    return any(event_type in e.events for e in config.webhooks)
+
+
+def _sweep(event_type: str, before: timedelta, *, config: NotifySettings, now: datetime,
+           limit: int) -> int:
+    reminder = event_type == PAUSE_REMINDER
+    column = "reminded_at" if reminder else "escalated_at"
+    due = list(Pause.objects.nearing_expiry(now, before).filter(**{f"{column}__isnull": True})
+               .order_by("expires_at").values_list("pk", "scope_key")[:limit])
+    if not due:
+        return 0
+    # Who is told, read before any row is locked: the scopes' reviewers, or the group.
+    if reminder:
+        emails = {key: reviewer_addresses(config, key) for key in {key for _, key in due}}
+    else:
+        group = escalation_addresses(config)
+        emails = {key: group for _, key in due}
+
+    def comment(pause: Pause) -> str:
+        hooks = sum(e.takes(event_type, pause.scope_key) for e in config.webhooks)
+        told = [f"{len(emails[pause.scope_key])} email(s)", f"{hooks} webhook(s)"]
+        whom = ("to the scope's reviewers" if reminder
+                else f"to the group {config.escalate_to!r}" if config.escalate_to
+                else "to no group (ESCALATE_TO is unset)")
+        return f"{event_type} {whom}: {', '.join(told)}"
+
+    mark = pauses.mark_reminded if reminder else pauses.mark_escalated
+    sent_at = timezone.now()  # the deliveries' own clock: ``now`` says what is due
+    with transaction.atomic():
+        told = mark([pk for pk, _ in due], now=now, comment=comment)
+        rows = [row for pause in told for row in _deliveries(
+            event_type, _nearing_data(pause, event_type, config, now), run_id=pause.run_id,
+            scope_key=pause.scope_key, pause_id=pause.pk, emails=emails[pause.scope_key],
+            config=config, now=sent_at)]
+        _store(rows)
+    return len(told)
+
+
+def _nearing_data(pause: Pause, event_type: str, config: NotifySettings, now: datetime
+                  ) -> dict[str, Any]:
+    """``pause_data`` and what a reminder or an escalation adds: the seconds left, who
+    claimed it, and for an escalation the group told."""
+    holder = pause.claimant_at(now)
+    data = {**pause_data(pause, config),
+            "seconds_left": max(0, int((pause.expires_at - now).total_seconds())),
+            "claimed_by": holder.get_username() if holder is not None else None}
+    if event_type == PAUSE_ESCALATED:
+        data["escalated_to"] = config.escalate_to
+    return data

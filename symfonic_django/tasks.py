@@ -85,6 +85,13 @@ def send_due_notifications() -> int:
     return notifications.send_due()
 
 
+@shared_task(name="symfonic_django.send_reminders", **TASK_OPTIONS)
+def send_reminders() -> dict[str, int]:
+    """Remind, then escalate, pending pauses nearing their expiry (each once)."""
+    sweep = notifications.send_reminders()
+    return {"reminded": sweep.reminded, "escalated": sweep.escalated}
+
+
 #: Add to ``CELERY_BEAT_SCHEDULE`` (or ``app.conf.beat_schedule``).
 BEAT_SCHEDULE = {
     "symfonic-expire-pauses": {"task": "symfonic_django.expire_pauses", "schedule": 30.0},
@@ -94,4 +101,5 @@ BEAT_SCHEDULE = {
     "symfonic-prune": {"task": "symfonic_django.prune", "schedule": 3600.0},
     "symfonic-send-due-notifications": {"task": "symfonic_django.send_due_notifications",
                                         "schedule": 60.0},
+    "symfonic-send-reminders": {"task": "symfonic_django.send_reminders", "schedule": 60.0},
 }

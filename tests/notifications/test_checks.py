@@ -129,7 +129,7 @@ def test_each_bad_endpoint_is_an_e102_that_never_shows_the_secret() -> None:
         e102("[0]['SECRET'] is not a Standard Webhooks secret.", SECRET_HINT),
         e102("[1]['SECRET'] is not a Standard Webhooks secret.", SECRET_HINT),
         e102("[1]['EVENTS'] must list event types of pause.requested, pause.answered, "
-             "pause.expired, run.completed, run.failed, not "
+             "pause.expired, run.completed, run.failed, pause.reminder, pause.escalated, not "
              "['pause.requested', 'pause.approved'].", "Leave it out for every event type."),
         e102("[1]['SCOPES'] must list scope keys, not 'acme'.", "Leave it out for every scope."),
         e102("[1]['INCLUDE_TOKEN'] must be True or False.",
