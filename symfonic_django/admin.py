@@ -760,7 +760,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     def get_urls(self) -> list[Any]:
         inbox = path("inbox/", self.admin_site.admin_view(self.inbox_view),
                      name=f"{self.opts.app_label}_{self.opts.model_name}_inbox")
-        return [inbox, *super().get_urls()]
+        return [inbox, *self.claim_urls(), *super().get_urls()]
 
     def inbox_tabs(self, request: HttpRequest) -> list[InboxTab]:
         """The inbox's lists: pending first, then the other statuses, then the
@@ -846,6 +846,48 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "approvals": (f"{have} of {pause.approvals_needed} approvals"
                           if pause.approvals_needed > 1 and pause.is_pending else ""),
         }
+
+    # --- review claims ---------------------------------------------------------------
+    #
+    # "Being reviewed by alice (until 07:40)": the pause page shows a live claim
+    # (pause/claim.html) and, to reviewers who may answer, a Claim / Release button that
+    # posts here. A claim informs; it refuses nobody's answer (``pauses.claim``).
+
+    def claim_urls(self) -> list[Any]:
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        view = self.admin_site.admin_view(self.claim_view)
+        return [path("<path:object_id>/claim/", view, name=f"{name}_claim"),
+                path("<path:object_id>/release/", view, {"release": True},
+                     name=f"{name}_release")]
+
+    def claim_view(self, request: HttpRequest, object_id: str, release: bool = False
+                   ) -> HttpResponse:
+        """Claim the pause for the reviewer, or release their claim; then back to its page.
+
+        POST only, CSRF-protected (``admin_view``); a pause of a scope the reviewer
+        cannot see is a 404, a reviewer without the answer permission a 403, and a
+        refusal (``ClaimHeld``, ``ClaimNotHeld``, a closed pause) its words on the page.
+        """
+        if request.method != "POST":
+            return HttpResponse(status=405, headers={"Allow": "POST"})
+        pause = self.get_object(request, object_id)
+        if not (self.has_view_permission(request, pause) and self.has_answer_permission(request)):
+            raise PermissionDenied
+        transition = pauses.release if release else pauses.claim
+        try:
+            held = transition(pause.pk, actor=request.user, via=AnsweredVia.ADMIN,
+                              visible=visible_scopes(request))
+        except NotFound as exc:
+            raise Http404(exc.detail) from None
+        except SymfonicError as exc:
+            messages.error(request, exc.detail)
+        else:
+            messages.success(request, "You released this pause." if release else
+                             f"You are reviewing this pause until "
+                             f"{timezone.localtime(held.claimed_until):%H:%M}: other reviewers "
+                             "see it (they can still answer it).")
+        return HttpResponseRedirect(reverse("admin:symfonic_django_pause_change",
+                                            args=[pause.pk]))
 
     # --- answering ------------------------------------------------------------------
 
