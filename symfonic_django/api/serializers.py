@@ -80,6 +80,14 @@ class RejectRequestSerializer(serializers.Serializer[Any]):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
+class ClaimSerializer(serializers.Serializer[Any]):
+    """A pause's review claim as it now is: who holds it and until when (null: nobody)."""
+
+    pause_id = serializers.UUIDField()
+    claimed_by = serializers.CharField(allow_null=True)
+    claimed_until = serializers.DateTimeField(allow_null=True)
+
+
 class ResumeRequestSerializer(serializers.Serializer[Any]):
     token = serializers.CharField(max_length=4096)
     answer = serializers.JSONField()

@@ -67,6 +67,9 @@ ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, t
 }.items()}
 ACCEPTED = {202: s.AcceptedSerializer, **ERRORS, 422: OpenApiResponse(
     s.ErrorSerializer, description="idempotency_key_reused")}
+CLAIMED = {200: s.ClaimSerializer, **ERRORS, 409: OpenApiResponse(
+    s.ErrorSerializer, description="claimed (another reviewer holds it), not_claimed (a release "
+                                   "of a claim you do not hold), or already_answered")}
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
     description="Repeat a request safely: the same key, path and body from the same caller get "
@@ -349,6 +352,37 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     def reject(self, request: Request, pk: str | None = None) -> Response:
         return self._transition(request, s.RejectRequestSerializer, lambda pk, data, common:
                                 pauses.reject(pk, comment=data.get("comment", ""), **common))
+
+    def _claim(self, move: Callable[..., Pause]) -> Response:
+        pause = self.get_object()
+        held = move(pause.pk, actor=self.request.user, via=AnsweredVia.API,
+                    visible=self._visible())
+        holder = held.claimed_by
+        return Response({"pause_id": str(held.pk),
+                         "claimed_by": holder.get_username() if holder is not None else None,
+                         "claimed_until": held.claimed_until})
+
+    @extend_schema(
+        summary="Claim a pause: tell other reviewers you are reviewing it",
+        description="Marks the pause as being reviewed by the caller until `CLAIM_SECONDS` from "
+                    "now (other reviewers' pages say \"Being reviewed by alice\"); the holder "
+                    "claims again to extend it. A claim informs, it locks nothing: anyone who "
+                    "may answer still can. Needs the `answer_pause` permission. Refused with "
+                    "409 `claimed` while another reviewer's claim has not lapsed, and for a "
+                    "closed pause (409 `already_answered`, 410 `expired`). Audited.",
+        request=None, responses=CLAIMED)
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    def claim(self, request: Request, pk: str | None = None) -> Response:
+        return self._claim(pauses.claim)
+
+    @extend_schema(
+        summary="Release your claim on a pause",
+        description="Ends the caller's claim before it lapses. Refused with 409 `not_claimed` "
+                    "when the caller holds no live claim on it. Audited.",
+        request=None, responses=CLAIMED)
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    def release(self, request: Request, pk: str | None = None) -> Response:
+        return self._claim(pauses.release)
 
 
 class ResumeView(SymfonicAPIView):
