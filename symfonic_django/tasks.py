@@ -64,7 +64,8 @@ def requeue_stalled_runs() -> int:
 @shared_task(name="symfonic_django.prune", **TASK_OPTIONS)
 def prune() -> dict[str, int]:
     result = retention.prune()
-    return {"idempotency_records": result.idempotency_records, "events": result.events or 0}
+    return {"idempotency_records": result.idempotency_records, "events": result.events or 0,
+            "checkpoints": result.checkpoints}
 
 
 @shared_task(name=notifications.DELIVER_TASK, bind=True, max_retries=None, **TASK_OPTIONS)

@@ -19,3 +19,9 @@ def test_the_task_names_runs_sends_by_are_registered_acks_late_tasks():
 
 def test_the_example_schedules_every_background_task_of_the_app():
     assert settings.CELERY_BEAT_SCHEDULE == BEAT_SCHEDULE
+
+
+def test_the_prune_task_says_what_it_deleted_of_each_kind(db):
+    from symfonic_django.tasks import prune
+
+    assert prune() == {"idempotency_records": 0, "events": 0, "checkpoints": 0}
