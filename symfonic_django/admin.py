@@ -884,7 +884,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         else:
             messages.success(request, "You released this pause." if release else
                              f"You are reviewing this pause until "
-                             f"{timezone.localtime(held.claimed_until):%H:%M}: other reviewers "
+                             f"{timezone.localtime(held.claimed_until):%H:%M %Z}: other reviewers "
                              "see it (they can still answer it).")
         return HttpResponseRedirect(reverse("admin:symfonic_django_pause_change",
                                             args=[pause.pk]))

@@ -271,8 +271,8 @@ def test_the_admin_page_shows_the_claim_to_others_and_the_buttons_to_those_who_m
 
     dora, _ = page(people["dora"], pause)
     seen = dora.get(url).content.decode()
-    assert (f"Being reviewed by <strong>alice</strong> (until {clock(held.claimed_until)})."
-            in seen)
+    assert (f"Being reviewed by <strong>alice</strong> (until {clock(held.claimed_until)} "
+            f"{timezone.localtime(held.claimed_until):%Z})." in seen)
     assert "Claim: I am reviewing this" not in seen and 'value="Release"' not in seen
     carol, _ = page(people["carol"], pause)  # may view, not answer: sees it, no button
     viewed = carol.get(url).content.decode()
