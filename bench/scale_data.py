@@ -42,8 +42,9 @@ reads it.
 **The hot paths** (``hot_paths``), each through the app's real code: the
 expiry sweep, the reaper, the requeue, a claim, replay through the events API,
 a reconnect to an ended run over the websocket consumer, the API pause list
-and a cursor page, and every admin changelist with its search, each of its
-filters, a search with a filter, and a deep page, as the superuser and as the
+and a cursor page, every admin changelist with its search, each of its
+filters, a search with a filter, and a deep page, and the reviewers' inbox
+(pending first, another status, its last page), as the superuser and as the
 reviewer of ``BIG_SCOPE`` alone.
 """
 
@@ -605,6 +606,17 @@ def admin_paths(client: Any, who: str, model: str) -> list[HotPath]:
             for label, query in queries.items()]
 
 
+def inbox_paths(client: Any, who: str) -> list[HotPath]:
+    """The inbox: its landing list (pending, oldest first), the answered tab, and the
+    last page of the pending list (as deep as it goes); as ``who``."""
+    base = "/admin/symfonic_django/pause/inbox/"
+    last = checked_get(client, base).context_data["page"].paginator.num_pages
+    return [HotPath(f"admin pause inbox/ {label} ({who})", FAST, getter(client, base + query),
+                    detail=base + query)
+            for label, query in (("pending", ""), ("answered", "?show=answered"),
+                                 ("last pending page", f"?p={last}"))]
+
+
 def api_paths(client: Any, who: str, token: str) -> list[HotPath]:
     """The API pause list's first page, and its fourth reached through ``next``."""
     auth = {"HTTP_AUTHORIZATION": f"Token {token}"}
@@ -746,8 +758,10 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
         client.force_login(user)
         for model in ("pause", "run", "turnevent", "decision"):
             paths += admin_paths(client, who, model)
+        paths += inbox_paths(client, who)
     small = Client()
     small.force_login(people.small_reviewer)
     for model in ("pause", "turnevent", "decision"):
         paths += admin_paths(small, "small-tenant reviewer", model)
+    paths += inbox_paths(small, "small-tenant reviewer")
     return paths
