@@ -10,7 +10,6 @@ edited amount; bob gets a 404 for the same page. Screenshots go to
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import socket
@@ -218,9 +217,11 @@ def test_reviewer_edits_and_approves_a_refund_and_the_worker_records_it(server, 
             alice.wait_for_selector("#pause_answer_form")
             assert "Refund" in alice.inner_text(".symfonic-description")
             alice.check("input[name=decision_0][value=edit]")
-            editor = alice.locator("textarea[name=args_0]")
-            assert editor.is_visible()  # shown once "Edit & approve" is chosen
-            editor.fill(json.dumps({"order_id": order_id, "amount": 7.25}, indent=2))
+            # The refund's args_schema gives each argument its own input, shown once
+            # "Edit & approve" is chosen.
+            amount = alice.locator("input[name='args_0.amount']")
+            assert amount.is_visible()
+            amount.fill("7.25")
             shoot(alice, "2-alice-edits-the-amount")
             alice.click("input[name=_answer]")
             # The reviewer lands on the live viewer of the resumed turn and watches it finish.

@@ -273,8 +273,8 @@ def event_gate(run_id: Any, seq: int) -> Gate:
     """An uncommitted event of ``run_id`` at ``seq``: the worker's own insert of that seq
     waits on the unique index until the gate opens. The foreign key to the run is checked
     at commit (Django makes it deferrable), so the gate takes no lock on the run row."""
-    return Gate(f"INSERT INTO {TurnEvent._meta.db_table} (run_id, seq, type, data, created_at) "
-                "VALUES (%s, %s, 'gate', '{}', now())", [str(run_id), seq])
+    return Gate(f"INSERT INTO {TurnEvent._meta.db_table} (run_id, seq, type, data, scope_key, "
+                "created_at) VALUES (%s, %s, 'gate', '{}', '', now())", [str(run_id), seq])
 
 
 # --- runs to break ------------------------------------------------------------------------

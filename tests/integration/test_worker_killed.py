@@ -112,7 +112,7 @@ def test_refund_worker_killed_after_its_refund_committed_never_refunds_twice(
     continuation = pauses.approve(Pause.objects.get(run=run).pk, actor="reviewer").continuation
     # An uncommitted refund with the same run_id holds the turn inside its refund tool.
     refund_gate = Gate(f"INSERT INTO {Refund._meta.db_table} (order_id, amount, run_id, "
-                       "created_at) VALUES ('gate', 1, %s, now())", [str(continuation.pk)])
+                       "created_at) VALUES ('K-7', 1, %s, now())", [str(continuation.pk)])
     run_gate = None
     try:
         [task_id] = celery_workers.send("symfonic_django.run_continuation",
@@ -129,7 +129,7 @@ def test_refund_worker_killed_after_its_refund_committed_never_refunds_twice(
         # Hold the turn right after its refund commits (fenced, with tool.completed as
         # seq 3): an uncommitted event with the next seq makes the turn's insert wait.
         run_gate = Gate(f"INSERT INTO {TurnEvent._meta.db_table} (run_id, seq, type, data, "
-                        "created_at) VALUES (%s, 4, 'gate', '{}', now())",
+                        "scope_key, created_at) VALUES (%s, 4, 'gate', '{}', '', now())",
                         [str(continuation.pk)])
         refund_gate.open()
         wait_for(lambda: Refund.objects.filter(run_id=continuation.pk).exists(), timeout=30,

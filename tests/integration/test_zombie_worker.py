@@ -15,8 +15,8 @@ and checks the rows. Three places to freeze, in turn:
     Inside the fenced transaction after its refund and ``tool.completed`` were
     written, holding the run row lock it took to check its lease, not committed.
 
-A refund gate (an uncommitted ``Refund`` row with the run's id: ``run_id`` is
-unique) is set up in every trial, so however late the test notices the worker,
+A refund gate (an uncommitted ``Refund`` row with the run's id and order id,
+unique together) is set up in every trial, so however late the test notices the worker,
 the effect cannot have committed before the worker is stopped. The gate is
 opened (rolled back) while the worker is stopped, so the worker never sees it.
 """
@@ -57,7 +57,7 @@ TRIALS_PER_KIND = 8
 ZOMBIE_APP = "symfonic-zombie-worker"
 
 REFUND_GATE_SQL = (f"INSERT INTO {Refund._meta.db_table} (order_id, amount, run_id, created_at) "
-                   "VALUES ('gate', 1, %s, now())")
+                   "VALUES (%s, 1, %s, now())")
 # FOR NO KEY UPDATE lets the worker insert events (their foreign key check takes KEY SHARE)
 # but makes its lease check (SELECT ... FOR UPDATE) and its heartbeat wait.
 RUN_GATE_SQL = f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR NO KEY UPDATE"
@@ -157,7 +157,7 @@ def freeze_and_reap(kind: str, zombie: Worker, workers: Workers, tenants: dict[s
     continuation = approved_refund(tenants, f"Z-{number}")
     run_id = continuation.pk
     mark = len(zombie.log())
-    refund_gate = Gate(REFUND_GATE_SQL, [str(run_id)])
+    refund_gate = Gate(REFUND_GATE_SQL, [f"Z-{number}", str(run_id)])
     run_gate: Gate | None = None
     stopped = False
     try:
