@@ -36,12 +36,14 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from . import hitl, notifications, pauses, pg, runs
 from .conf import settings
 from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
-from .forms import DECISION_LABELS, BulkDecisionForm, answer_form_for, pretty_json
+from .forms import BulkDecisionForm, answer_form_for, decision_label, pretty_json
 from .hitl import review_config
 from .models import (
     AnsweredVia,
@@ -139,10 +141,11 @@ def args_rows(args: Any) -> list[tuple[str, str, bool]]:
 def span(seconds: float) -> str:
     """A short duration for a crowded column: "40 s", "5 min", "3 h", "2 d"."""
     seconds = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+    for unit, size in ((gettext_noop("%(n)d d"), 86400), (gettext_noop("%(n)d h"), 3600),
+                       (gettext_noop("%(n)d min"), 60)):
         if seconds >= size:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
+            return _(unit) % {"n": seconds // size}
+    return _("%(n)d s") % {"n": seconds}
 
 
 def decision_rows(pause: Pause) -> list[dict[str, Any]]:
@@ -213,11 +216,12 @@ def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
                 card["result"] = Truncator(pretty_json(data.get("result"))).chars(2000)
         elif event.type == "pause.requested":
             end_message()
-            items.append({"kind": "note", "text": "The agent asked for a decision."})
+            items.append({"kind": "note", "text": _("The agent asked for a decision.")})
         elif event.type == "turn.failed":
             end_message()
-            items.append({"kind": "note", "text": "The turn failed: "
-                          f"{data.get('message') or data.get('code') or 'no reason given'}."})
+            reason = data.get("message") or data.get("code") or _("no reason given")
+            items.append({"kind": "note",
+                          "text": _("The turn failed: %(reason)s.") % {"reason": reason}})
     end_message()
     return items
 
@@ -240,17 +244,19 @@ def outcomes(pause: Pause, action: dict[str, Any], allowed: list[str]
     """``(decision, label, line)`` per allowed decision on ``action``: the line says
     what choosing it will do."""
     name, call = action.get("name"), call_text(action)
+    need = pause.approvals_needed
     lines = {
-        "approve": (f"counts as one of {pause.approvals_needed} approvals; the agent runs "
-                    f"{call} once {pause.approvals_needed} reviewers approve."
-                    if pause.approvals_needed > 1 else f"the agent runs {call}."),
-        "edit": f"the agent runs {name} with the arguments you set (shown as changes "
-                "against the proposal).",
-        "reject": f"{name} does not run; the agent is told it was rejected, with your "
-                  "message if you write one.",
-        "respond": f"{name} does not run; your message goes back to the agent instead.",
+        "approve": (_("counts as one of %(need)d approvals; the agent runs %(call)s once "
+                      "%(need)d reviewers approve.") % {"need": need, "call": call}
+                    if need > 1 else _("the agent runs %(call)s.") % {"call": call}),
+        "edit": _("the agent runs %(name)s with the arguments you set (shown as changes "
+                  "against the proposal).") % {"name": name},
+        "reject": _("%(name)s does not run; the agent is told it was rejected, with your "
+                    "message if you write one.") % {"name": name},
+        "respond": _("%(name)s does not run; your message goes back to the agent "
+                     "instead.") % {"name": name},
     }
-    return [(d, DECISION_LABELS.get(d, d), lines[d]) for d in allowed if d in lines]
+    return [(d, decision_label(d), lines[d]) for d in allowed if d in lines]
 
 
 def input_groups(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -276,7 +282,7 @@ def scopes_in_use(model: type[Model]) -> list[str]:
 
 
 class ScopeFilter(admin.SimpleListFilter):
-    title = "scope"
+    title = gettext_lazy("scope")
     parameter_name = "scope"
 
     def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
@@ -327,7 +333,7 @@ class FixedChoicesFilter(admin.SimpleListFilter):
 
 
 class EventTypeFilter(FixedChoicesFilter):
-    title = "type"
+    title = gettext_lazy("type")
     field = "type"
     parameter_name = "type__exact"
 
@@ -338,7 +344,7 @@ class EventTypeFilter(FixedChoicesFilter):
 class AgentFilter(FixedChoicesFilter):
     """The agents registered in ``SYMFONIC["AGENTS"]``."""
 
-    title = "agent"
+    title = gettext_lazy("agent")
     field = "agent"
     parameter_name = "agent__exact"
 
@@ -457,7 +463,7 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
         # view (``/admin/autocomplete/?term=``) hands its term here unchecked, and
         # PostgreSQL refused it: a 500.
         if "\x00" in search_term:
-            raise BadRequest("A search term cannot contain a NUL character.")
+            raise BadRequest(_("A search term cannot contain a NUL character."))
         return self.search(request, queryset, search_term)
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -473,7 +479,7 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
             try:
                 self.model._meta.pk.to_python(selected)
             except ValidationError:
-                raise BadRequest("A selected row id is not an id of this list.") from None
+                raise BadRequest(_("A selected row id is not an id of this list.")) from None
         return super().changelist_view(request, extra_context)
 
     def get_object(self, request: HttpRequest, object_id: str,
@@ -482,7 +488,7 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
         if obj is None:
             # The admin would redirect with "doesn't exist"; a 404 says nothing
             # about whether the id exists in a scope the user cannot see.
-            raise Http404(f"No {self.opts.verbose_name} with that id.")
+            raise Http404(_("No %(name)s with that id.") % {"name": self.opts.verbose_name})
         return obj
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -525,9 +531,9 @@ class RunAdmin(ScopedReadOnlyAdmin):
     fieldsets = (
         (None, {"fields": ("id", "agent", "status_badge", "scope_key", "session_id",
                            "thread_id")}),
-        ("Lineage", {"fields": ("root_link", "parent_link", "resumed_from_link")}),
-        ("Input and outcome", {"fields": ("input_json", "output_json", "error_json")}),
-        ("Worker", {"fields": ("attempts", "epoch", "worker", "lease_until", "created_at",
+        (gettext_lazy("Lineage"), {"fields": ("root_link", "parent_link", "resumed_from_link")}),
+        (gettext_lazy("Input and outcome"), {"fields": ("input_json", "output_json", "error_json")}),
+        (gettext_lazy("Worker"), {"fields": ("attempts", "epoch", "worker", "lease_until", "created_at",
                                "started_at", "finished_at")}),
     )
     readonly_fields = ("status_badge", "root_link", "parent_link", "resumed_from_link",
@@ -538,7 +544,7 @@ class RunAdmin(ScopedReadOnlyAdmin):
         """The ``symfonic_django.retry_run`` permission (scope is narrowed by the queryset)."""
         return request.user.has_perm(RETRY_PERMISSION)
 
-    @admin.action(permissions=["retry"], description="Retry selected failed runs")
+    @admin.action(permissions=["retry"], description=gettext_lazy("Retry selected failed runs"))
     def retry_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         """Each failed run goes back to the queue (audited); any other is listed as refused."""
         done, refused = 0, []
@@ -549,7 +555,8 @@ class RunAdmin(ScopedReadOnlyAdmin):
                 refused.append((f"{run.agent} {str(run.pk)[:8]}", exc.detail))
             else:
                 done += 1
-        report_bulk(request, "run", "retried", done, refused)
+        report_bulk(request, ngettext("Retried %(count)d run.", "Retried %(count)d runs.", done),
+                    _("%(label)s was not retried: %(detail)s"), done, refused)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # A subquery per listed run, not a GROUP BY over every run before the page is cut.
@@ -573,39 +580,39 @@ class RunAdmin(ScopedReadOnlyAdmin):
         # No joins, so no duplicate rows.
         return _with_uuid_search(found, queryset, term, ("pk", "root_id", "parent_id")), False
 
-    @admin.display(description="run", ordering="created_at")
+    @admin.display(description=gettext_lazy("run"), ordering="created_at")
     def short_id(self, obj: Run) -> str:
         return str(obj.pk)[:8]
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: Run) -> str:
         return _status_badge(obj.status, obj.get_status_display())
 
-    @admin.display(description="pending pauses", ordering="pending_count")
+    @admin.display(description=gettext_lazy("pending pauses"), ordering="pending_count")
     def pending_pauses(self, obj: Run) -> int:
         return int(obj.pending_count)  # type: ignore[attr-defined]  # get_queryset's
 
-    @admin.display(description="root run")
+    @admin.display(description=gettext_lazy("root run"))
     def root_link(self, obj: Run) -> str:
         return "this run" if obj.root_id in (None, obj.pk) else _admin_link(obj.root)
 
-    @admin.display(description="parent run")
+    @admin.display(description=gettext_lazy("parent run"))
     def parent_link(self, obj: Run) -> str:
         return _admin_link(obj.parent)
 
-    @admin.display(description="resumed from pause")
+    @admin.display(description=gettext_lazy("resumed from pause"))
     def resumed_from_link(self, obj: Run) -> str:
         return _admin_link(obj.resumed_from)
 
-    @admin.display(description="input")
+    @admin.display(description=gettext_lazy("input"))
     def input_json(self, obj: Run) -> str:
         return _json_block(obj.input)
 
-    @admin.display(description="output")
+    @admin.display(description=gettext_lazy("output"))
     def output_json(self, obj: Run) -> str:
         return _json_block(obj.output)
 
-    @admin.display(description="error")
+    @admin.display(description=gettext_lazy("error"))
     def error_json(self, obj: Run) -> str:
         return _json_block(obj.error)
 
@@ -666,10 +673,10 @@ def _in_status(status: str) -> TabSelect:
 
 #: The inbox's tabs by status, the reviewer's work first.
 STATUS_TABS = (
-    InboxTab("pending", "Waiting", _in_status(PauseStatus.PENDING), oldest_first=True),
-    InboxTab("answered", "Answered", _in_status(PauseStatus.ANSWERED)),
-    InboxTab("expired", "Expired", _in_status(PauseStatus.EXPIRED)),
-    InboxTab("cancelled", "Cancelled", _in_status(PauseStatus.CANCELLED)),
+    InboxTab("pending", gettext_noop("Waiting"), _in_status(PauseStatus.PENDING), oldest_first=True),
+    InboxTab("answered", gettext_noop("Answered"), _in_status(PauseStatus.ANSWERED)),
+    InboxTab("expired", gettext_noop("Expired"), _in_status(PauseStatus.EXPIRED)),
+    InboxTab("cancelled", gettext_noop("Cancelled"), _in_status(PauseStatus.CANCELLED)),
 )
 #: Rows on one inbox page.
 INBOX_PER_PAGE = 50
@@ -698,11 +705,11 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     class Media:
         js = ("symfonic_django/review.js",)
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: Pause) -> str:
         return _status_badge(obj.status, obj.get_status_display())
 
-    @admin.display(description="action or question")
+    @admin.display(description=gettext_lazy("action or question"))
     def summary(self, obj: Pause) -> str:
         """The headline (the agent's description), and the call below it when it differs."""
         text, call = headline(obj), summarize(obj)
@@ -710,26 +717,26 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             return text
         return format_html('{}<br><span class="quiet symfonic-call">{}</span>', text, call)
 
-    @admin.display(description="agent", ordering="run__agent")
+    @admin.display(description=gettext_lazy("agent"), ordering="run__agent")
     def agent(self, obj: Pause) -> str:
         return obj.run.agent
 
-    @admin.display(description="scope", ordering="scope_key")
+    @admin.display(description=gettext_lazy("scope"), ordering="scope_key")
     def scope(self, obj: Pause) -> str:
         return obj.scope_key
 
-    @admin.display(description="age", ordering="created_at")
+    @admin.display(description=gettext_lazy("age"), ordering="created_at")
     def age(self, obj: Pause) -> str:
         return span((timezone.now() - obj.created_at).total_seconds())
 
-    @admin.display(description="expires", ordering="expires_at")
+    @admin.display(description=gettext_lazy("expires"), ordering="expires_at")
     def expires_in(self, obj: Pause) -> str:
         if obj.status != PauseStatus.PENDING:
             return "—"
         left = (obj.expires_at - timezone.now()).total_seconds()
-        return f"in {span(left)}" if left > 0 else "overdue"
+        return _("in %(span)s") % {"span": span(left)} if left > 0 else _("overdue")
 
-    @admin.display(description="answered by", ordering="answered_at")
+    @admin.display(description=gettext_lazy("answered by"), ordering="answered_at")
     def answered(self, obj: Pause) -> str:
         via = obj.get_answered_via_display().lower()
         if obj.answered_by is not None:
@@ -792,7 +799,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         shown = next((tab for tab in tabs if tab.slug == request.GET.get("show", tabs[0].slug)),
                      None)
         if shown is None:
-            raise BadRequest("The inbox has no such list.")
+            raise BadRequest(_("The inbox has no such list."))
         visible = self.get_queryset(request)
         order = ("created_at", "pk") if shown.oldest_first else ("-created_at", "-pk")
         approved = (Decision.objects.filter(pause=OuterRef("pk"), action=Decision.Action.APPROVE)
@@ -809,9 +816,9 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "app_label": self.opts.app_label,
-            "title": "Inbox",
+            "title": _("Inbox"),
             "subtitle": None,
-            "tabs": [{"slug": tab.slug, "label": tab.label, "count": counts[tab.slug],
+            "tabs": [{"slug": tab.slug, "label": _(tab.label), "count": counts[tab.slug],
                       "current": tab is shown} for tab in tabs],
             "shown": shown,
             "page": page,
@@ -826,14 +833,18 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         now = timezone.now()
         if pause.is_pending:
             left = (pause.expires_at - now).total_seconds()
-            when = f"expires in {span(left)}" if left > 0 else "overdue: expiring now"
+            when = (_("expires in %(span)s") % {"span": span(left)} if left > 0
+                    else _("overdue: expiring now"))
             moment = _moment(pause.expires_at)
         else:
             done = pause.answered_at or pause.updated_at
-            who = (f" by {pause.answered_by.get_username()}"
-                   if pause.answered_by is not None else "")
-            when = f"{pause.get_status_display().lower()} {span((now - done).total_seconds())} " \
-                   f"ago{who}"
+            words = {"status": pause.get_status_display().lower(),
+                     "span": span((now - done).total_seconds())}
+            if pause.answered_by is not None:
+                when = _("%(status)s %(span)s ago by %(who)s") % {
+                    **words, "who": pause.answered_by.get_username()}
+            else:
+                when = _("%(status)s %(span)s ago") % words
             moment = _moment(done)
         have = int(pause.approvals_have)  # type: ignore[attr-defined]  # inbox_view's
         return {
@@ -843,7 +854,8 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "when": when,
             "moment": moment,
             "asked": span((now - pause.created_at).total_seconds()),
-            "approvals": (f"{have} of {pause.approvals_needed} approvals"
+            "approvals": (_("%(have)d of %(need)d approvals")
+                          % {"have": have, "need": pause.approvals_needed}
                           if pause.approvals_needed > 1 and pause.is_pending else ""),
         }
 
@@ -882,10 +894,10 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         except SymfonicError as exc:
             messages.error(request, exc.detail)
         else:
-            messages.success(request, "You released this pause." if release else
-                             f"You are reviewing this pause until "
-                             f"{timezone.localtime(held.claimed_until):%H:%M %Z}: other reviewers "
-                             "see it (they can still answer it).")
+            until = f"{timezone.localtime(held.claimed_until):%H:%M %Z}"
+            messages.success(request, _("You released this pause.") if release else
+                             _("You are reviewing this pause until %(until)s: other reviewers "
+                               "see it (they can still answer it).") % {"until": until})
         return HttpResponseRedirect(reverse("admin:symfonic_django_pause_change",
                                             args=[pause.pk]))
 
@@ -910,7 +922,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             if form.is_valid():
                 return self._answer(request, pause, form)
             messages.error(request, format_html(
-                "The answer was not sent: {}", " ".join(_form_errors(form))))
+                _("The answer was not sent: {}"), " ".join(_form_errors(form))))
         elif pause.is_pending and can_answer and pause.expires_at > timezone.now():
             form = answer_form_for(pause)
         return self._render_review(request, pause, form, can_answer, extra_context)
@@ -949,7 +961,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                     "index": i, "name": action["name"],
                     "description": action.get("description", ""),
                     "args": args_rows(action.get("args", {})),
-                    "allowed": [DECISION_LABELS.get(d, d) for d in allowed],
+                    "allowed": [decision_label(d) for d in allowed],
                     "outcomes": outcomes(pause, action, allowed),
                     "args_schema": (pretty_json(config["args_schema"])
                                     if config.get("args_schema") else ""),
@@ -965,9 +977,10 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "app_label": self.opts.app_label,
             "original": pause,
             "pause": pause,
-            "title": (f"Approval: {', '.join(a['name'] for a in actions)}" if is_approval
-                      else "Question"),
-            "subtitle": f"{pause.get_kind_display()} pause {pause.pk}",
+            "title": (_("Approval: %(names)s") % {"names": ", ".join(a["name"] for a in actions)}
+                      if is_approval else _("Question")),
+            "subtitle": _("%(kind)s pause %(id)s") % {"kind": pause.get_kind_display(),
+                                                      "id": pause.pk},
             "is_approval": is_approval,
             # "1 of 2 approvals", for a pause that needs several approvers.
             "approvals": ({"have": len(approved_by), "need": pause.approvals_needed,
@@ -1012,12 +1025,12 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     bulk_confirmation_template = "admin/symfonic_django/pause/bulk_confirmation.html"
 
-    @admin.action(permissions=["answer"], description="Approve selected pauses…")
+    @admin.action(permissions=["answer"], description=gettext_lazy("Approve selected pauses…"))
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]
                          ) -> TemplateResponse | None:
         return self._bulk(request, queryset, "approve")
 
-    @admin.action(permissions=["answer"], description="Reject selected pauses…")
+    @admin.action(permissions=["answer"], description=gettext_lazy("Reject selected pauses…"))
     def reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]
                         ) -> TemplateResponse | None:
         return self._bulk(request, queryset, "reject")
@@ -1025,12 +1038,14 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     def _bulk(self, request: HttpRequest, queryset: QuerySet[Any], decision: str
               ) -> TemplateResponse | None:
         """The confirmation page, or, once confirmed, the decision on each pause."""
-        verb = BULK_VERBS[decision]
         selected = list(queryset.select_related("run").order_by("created_at", "pk")
                         [:BULK_LIMIT + 1])
         if len(selected) > BULK_LIMIT:
-            messages.error(request, f"A bulk decision takes at most {BULK_LIMIT} pauses; "
-                                    f"nothing was {verb}. Select fewer.")
+            messages.error(request, (
+                _("A bulk decision takes at most %(limit)d pauses; nothing was approved. "
+                  "Select fewer.") if decision == "approve" else
+                _("A bulk decision takes at most %(limit)d pauses; nothing was rejected. "
+                  "Select fewer.")) % {"limit": BULK_LIMIT})
             return None
         confirmed = request.POST.get("post") == "yes"
         form = BulkDecisionForm(decision, data=request.POST if confirmed else None)
@@ -1042,11 +1057,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "app_label": self.opts.app_label,
-            "title": f"{decision.capitalize()} {len(selected)} "
-                     f"pause{'s' * (len(selected) != 1)}?",
+            "title": (ngettext("Approve %(count)d pause?", "Approve %(count)d pauses?",
+                               len(selected)) if decision == "approve" else
+                      ngettext("Reject %(count)d pause?", "Reject %(count)d pauses?",
+                               len(selected))) % {"count": len(selected)},
             "subtitle": None,
             "decision": decision,
-            "verb": verb,
+            "verb": _("approved") if decision == "approve" else _("rejected"),
             "action_name": f"{decision}_selected",
             "form": form,
             "items": [self._bulk_item(pause, decision, now) for pause in selected],
@@ -1063,14 +1080,15 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         requests = (pause.prompt.get("action_requests") or []) if is_approval else []
         note = ""
         if not pause.is_pending:
-            note = f"It is {pause.get_status_display().lower()}: it will be left as it is."
+            note = _("It is %(status)s: it will be left as it is.") % {
+                "status": pause.get_status_display().lower()}
         elif pause.expires_at <= now:
-            note = "It is past its expiry: it will be left to expire."
+            note = _("It is past its expiry: it will be left to expire.")
         elif not is_approval:
-            note = "It is a question: answer it on its own page. It will be left as it is."
+            note = _("It is a question: answer it on its own page. It will be left as it is.")
         elif decision == "approve" and pause.approvals_needed > 1:
-            note = (f"It needs {pause.approvals_needed} approvers: yours counts as one "
-                    f"of them.")
+            note = _("It needs %(need)d approvers: yours counts as one of them.") % {
+                "need": pause.approvals_needed}
         return {
             "pause": pause,
             "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
@@ -1085,7 +1103,6 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         """Each pause through ``pauses.approve`` / ``pauses.reject``; the outcome in words:
         the runs that started (linked), the approvals that wait for more, each refusal."""
         transition = pauses.approve if decision == "approve" else pauses.reject
-        verb = BULK_VERBS[decision]
         done, refused, waiting = 0, [], []
         started: dict[Any, Run] = {}
         for pause in selected:
@@ -1098,27 +1115,35 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             done += 1
             if resolution.approvals is not None:
                 approvals = resolution.approvals
-                waiting.append(f"{headline(pause)}: {approvals.have} of {approvals.need} "
-                               "approvals")
+                waiting.append(_("%(pause)s: %(have)d of %(need)d approvals") % {
+                    "pause": headline(pause), "have": approvals.have, "need": approvals.need})
             elif resolution.continuation is not None:
                 started[resolution.continuation.pk] = resolution.continuation
             else:
-                waiting.append(f"{headline(pause)}: its run waits for its other pauses")
-        report_bulk(request, "pause", verb, done, refused)
+                waiting.append(_("%(pause)s: its run waits for its other pauses")
+                               % {"pause": headline(pause)})
+        if decision == "approve":
+            report_bulk(request, ngettext("Approved %(count)d pause.", "Approved %(count)d pauses.",
+                                          done),
+                        _("%(label)s was not approved: %(detail)s"), done, refused)
+        else:
+            report_bulk(request, ngettext("Rejected %(count)d pause.", "Rejected %(count)d pauses.",
+                                          done),
+                        _("%(label)s was not rejected: %(detail)s"), done, refused)
         if started:
+            links = format_html_join(", ", '<a href="{}">{}</a>',
+                                     ((_run_url(run), _("run %(id)s") % {"id": str(run.pk)[:8]})
+                                      for run in started.values()))
             messages.info(request, format_html(
-                "{} {} continue{}: {}.", len(started), "runs" if len(started) != 1 else "run",
-                "" if len(started) != 1 else "s",
-                format_html_join(", ", '<a href="{}">run {}</a>',
-                                 ((_run_url(run), str(run.pk)[:8])
-                                  for run in started.values()))))
+                ngettext("{} run continues: {}.", "{} runs continue: {}.", len(started)),
+                len(started), links))
         if waiting:
-            messages.info(request, "Recorded, not continued yet: " + "; ".join(waiting) + ".")
+            messages.info(request, _("Recorded, not continued yet: %(list)s.")
+                          % {"list": "; ".join(waiting)})
 
 
 #: The most pauses one bulk decision takes (its confirmation page lists each of them).
 BULK_LIMIT = 100
-BULK_VERBS = {"approve": "approved", "reject": "rejected"}
 
 
 def _run_url(run: Run) -> str:
@@ -1126,14 +1151,18 @@ def _run_url(run: Run) -> str:
     return viewer_url(run) or reverse("admin:symfonic_django_run_change", args=[run.pk])
 
 
-def report_bulk(request: HttpRequest, noun: str, verb: str, done: int,
+def report_bulk(request: HttpRequest, done_text: str, refusal: str, done: int,
                 refused: list[tuple[str, str]]) -> None:
     """Say how many rows a bulk action changed, and each refusal in words, as a warning
-    of its own (a list inside one message took the message list's success icon)."""
+    of its own (a list inside one message took the message list's success icon).
+
+    ``done_text`` is an ``ngettext`` sentence with ``%(count)d``; ``refusal`` one with
+    ``%(label)s`` and ``%(detail)s``: whole sentences, so that a translation can order them.
+    """
     if done:
-        messages.success(request, f"{verb.capitalize()} {done} {noun}{'s' * (done != 1)}.")
+        messages.success(request, done_text % {"count": done})
     for label, detail in refused:
-        messages.warning(request, f"{label} was not {verb}: {detail}")
+        messages.warning(request, refusal % {"label": label, "detail": detail})
 
 
 def _form_errors(form: Any) -> list[str]:
@@ -1151,17 +1180,20 @@ def _answered_message(resolution: pauses.Resolution) -> str:
     pause = resolution.pause
     if resolution.approvals is not None:
         approvals = resolution.approvals
-        return (f"Your approval was counted: {approvals.have} of {approvals.need} approvals "
-                f"({', '.join(approvals.by)}); the run continues once "
-                f"{approvals.need - approvals.have} more reviewer(s) approve.")
+        return _("Your approval was counted: %(have)d of %(need)d approvals (%(by)s); the "
+                 "run continues once %(more)d more reviewer(s) approve.") % {
+            "have": approvals.have, "need": approvals.need, "by": ", ".join(approvals.by),
+            "more": approvals.need - approvals.have}
     if resolution.continuation is not None:
-        return (f"Your answer was recorded; the agent continues in run "
-                f"{str(resolution.continuation.pk)[:8]}.")
+        return _("Your answer was recorded; the agent continues in run %(id)s.") % {
+            "id": str(resolution.continuation.pk)[:8]}
     pending = Pause.objects.filter(run_id=pause.run_id, status=PauseStatus.PENDING).count()
     if pending:
-        return (f"Your answer was recorded; the run continues once its other "
-                f"{pending} pending pause{'s' * (pending != 1)} are answered.")
-    return "Your answer was recorded."
+        return ngettext("Your answer was recorded; the run continues once its other "
+                        "%(count)d pending pause are answered.",
+                        "Your answer was recorded; the run continues once its other "
+                        "%(count)d pending pauses are answered.", pending) % {"count": pending}
+    return _("Your answer was recorded.")
 
 
 # --- events and decisions --------------------------------------------------------------
@@ -1182,19 +1214,19 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
         # event's run.
         return super().get_queryset(request).prefetch_related("run")
 
-    @admin.display(description="run", ordering="run")
+    @admin.display(description=gettext_lazy("run"), ordering="run")
     def run_short(self, obj: TurnEvent) -> str:
         return f"{obj.run.agent} {str(obj.run_id)[:8]}"
 
-    @admin.display(description="data")
+    @admin.display(description=gettext_lazy("data"))
     def summary(self, obj: TurnEvent) -> str:
         return Truncator(event_summary(obj)).chars(SUMMARY_CHARS)
 
-    @admin.display(description="run")
+    @admin.display(description=gettext_lazy("run"))
     def run_link(self, obj: TurnEvent) -> str:
         return _admin_link(obj.run)
 
-    @admin.display(description="data")
+    @admin.display(description=gettext_lazy("data"))
     def data_json(self, obj: TurnEvent) -> str:
         return _json_block(obj.data)
 
@@ -1214,23 +1246,23 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
         # every skipped decision's pause, prompt and all.
         return super().get_queryset(request).prefetch_related("pause", "actor")
 
-    @admin.display(description="who", ordering="actor_label")
+    @admin.display(description=gettext_lazy("who"), ordering="actor_label")
     def who(self, obj: Decision) -> str:
         return obj.actor.get_username() if obj.actor is not None else obj.actor_label
 
-    @admin.display(description="pause")
+    @admin.display(description=gettext_lazy("pause"))
     def pause_summary(self, obj: Decision) -> str:
         return summarize(obj.pause)
 
-    @admin.display(description="pause")
+    @admin.display(description=gettext_lazy("pause"))
     def pause_link(self, obj: Decision) -> str:
         return _admin_link(obj.pause, summarize(obj.pause))
 
-    @admin.display(description="answer")
+    @admin.display(description=gettext_lazy("answer"))
     def answer_json(self, obj: Decision) -> str:
         return _json_block(obj.answer)
 
-    @admin.display(description="edited")
+    @admin.display(description=gettext_lazy("edited"))
     def edits(self, obj: Decision) -> str:
         """An edit as changes against what was proposed: ``amount: 99.99 → 50``."""
         if obj.action != Decision.Action.EDIT:
@@ -1250,7 +1282,7 @@ DELIVERY_BADGES = {"pending": "pending", "delivered": "completed", "failed": "fa
 
 
 class NotificationEventFilter(FixedChoicesFilter):
-    title = "event"
+    title = gettext_lazy("event")
     field = "event_type"
     parameter_name = "event_type__exact"
 
@@ -1279,7 +1311,8 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
         """The ``symfonic_django.redeliver_notification`` permission (scope: the queryset)."""
         return request.user.has_perm(REDELIVER_PERMISSION)
 
-    @admin.action(permissions=["redeliver"], description="Redeliver selected notifications")
+    @admin.action(permissions=["redeliver"],
+                  description=gettext_lazy("Redeliver selected notifications"))
     def redeliver_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         """Each delivered or failed notification is attempted once more; pending ones are
         listed as refused."""
@@ -1291,7 +1324,9 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
                 refused.append((str(delivery), exc.detail))
             else:
                 done += 1
-        report_bulk(request, "notification", "redelivered", done, refused)
+        report_bulk(request, ngettext("Redelivered %(count)d notification.",
+                                      "Redelivered %(count)d notifications.", done),
+                    _("%(label)s was not redelivered: %(detail)s"), done, refused)
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
                ) -> tuple[QuerySet[Any], bool]:
@@ -1301,45 +1336,48 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
         found = queryset.filter(target=term) if term else queryset
         return _with_uuid_search(found, queryset, term, ("pk", "run_id", "pause_id")), False
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: NotificationDelivery) -> str:
         return _status_badge(DELIVERY_BADGES.get(obj.status, obj.status),
                              obj.get_status_display())
 
-    @admin.display(description="last error")
+    @admin.display(description=gettext_lazy("last error"))
     def error_summary(self, obj: NotificationDelivery) -> str:
         return Truncator(obj.last_error).chars(SUMMARY_CHARS) if obj.last_error else "—"
 
-    @admin.display(description="run")
+    @admin.display(description=gettext_lazy("run"))
     def run_link(self, obj: NotificationDelivery) -> str:
         return _admin_link(obj.run)
 
-    @admin.display(description="pause")
+    @admin.display(description=gettext_lazy("pause"))
     def pause_link(self, obj: NotificationDelivery) -> str:
         return _admin_link(obj.pause)
 
-    @admin.display(description="payload")
+    @admin.display(description=gettext_lazy("payload"))
     def payload_json(self, obj: NotificationDelivery) -> str:
         return _json_block(obj.payload)
 
-    @admin.display(description="attempts made")
+    @admin.display(description=gettext_lazy("attempts made"))
     def attempts_table(self, obj: NotificationDelivery) -> str:
-        rows = [(a.number, a.started_at, a.finished_at or "no outcome (its worker stopped)",
-                 "ok" if a.ok else "failed", a.response_status or "—", a.error or "—")
+        rows = [(a.number, a.started_at, a.finished_at or _("no outcome (its worker stopped)"),
+                 _("ok") if a.ok else _("failed"), a.response_status or "—", a.error or "—")
                 for a in obj.attempt_rows.order_by("number")]
         if not rows:
             return "—"
         return format_html(
-            "<table><thead><tr><th>#</th><th>started</th><th>finished</th><th>outcome</th>"
-            "<th>HTTP</th><th>error</th></tr></thead><tbody>{}</tbody></table>",
+            "<table><thead><tr><th>#</th><th>{}</th><th>{}</th><th>{}</th>"
+            "<th>HTTP</th><th>{}</th></tr></thead><tbody>{}</tbody></table>",
+            _("started"), _("finished"), _("outcome"), _("error"),
             format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                                  "<td>{}</td></tr>", rows))
 
-    @admin.display(description="redelivered by")
+    @admin.display(description=gettext_lazy("redelivered by"))
     def redeliveries_table(self, obj: NotificationDelivery) -> str:
         rows = [(r.actor_label, r.created_at, r.get_previous_status_display(),
                  r.attempts_before) for r in obj.redeliveries.order_by("created_at")]
         if not rows:
             return "—"
         return format_html_join(
-            "", "<p>{} on {} (it was {} after {} attempts)</p>", rows)
+            "", "<p>{}</p>", ((_("%(who)s on %(when)s (it was %(status)s after %(n)d attempts)")
+                              % {"who": who, "when": when, "status": status, "n": n},)
+                             for who, when, status, n in rows))

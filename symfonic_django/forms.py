@@ -18,18 +18,26 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from . import hitl, jsontext
 from .conf import settings
 from .exceptions import InvalidAnswer
 from .models import Pause, PauseKind
 
+#: The label of each decision, marked for translation: shown through ``decision_label``.
 DECISION_LABELS = {
-    "approve": "Approve",
-    "edit": "Edit & approve",
-    "reject": "Reject",
-    "respond": "Respond",
+    "approve": gettext_noop("Approve"),
+    "edit": gettext_noop("Edit & approve"),
+    "reject": gettext_noop("Reject"),
+    "respond": gettext_noop("Respond"),
 }
+
+
+def decision_label(decision: str) -> str:
+    """The label of ``decision`` in the active language (the decision itself if unknown)."""
+    return _(DECISION_LABELS[decision]) if decision in DECISION_LABELS else decision
 
 #: A string field longer than this is edited in a textarea.
 LONG_TEXT = 200
@@ -51,7 +59,7 @@ def parse_json(text: str) -> Any:
     except jsontext.TooDeep:
         raise
     except ValueError as exc:  # JSONDecodeError, a constant or a number refused, a huge integer
-        raise ValueError(f"not valid JSON: {exc}") from exc
+        raise ValueError(_("not valid JSON: %(error)s") % {"error": exc}) from exc
 
 
 class BoundedJSONDecoder(json.JSONDecoder):
@@ -66,7 +74,7 @@ class BoundedJSONDecoder(json.JSONDecoder):
             raise json.JSONDecodeError(str(exc), s, 0) from exc
         if jsontext.unstorable(value):
             # Shown as parsed, a lone surrogate could not even be encoded into the page.
-            raise json.JSONDecodeError("a value that cannot be stored", s, 0)
+            raise json.JSONDecodeError(_("a value that cannot be stored"), s, 0)
         return value
 
 
@@ -82,7 +90,8 @@ class JSONAnswerField(forms.JSONField):
         try:
             return parse_json(value)
         except ValueError as exc:
-            raise ValidationError(f"This value is {exc}.", code="invalid") from exc
+            raise ValidationError(_("This value is %(problem)s.") % {"problem": exc},
+                                  code="invalid") from exc
 
 
 # --- approvals ---------------------------------------------------------------
@@ -108,10 +117,10 @@ class ApprovalForm(forms.Form):
             name = request["name"]
             allowed = self.allowed(i)
             self.fields[f"decision_{i}"] = forms.ChoiceField(
-                label=f"Decision on {name}",
-                choices=[(d, DECISION_LABELS[d]) for d in allowed],
+                label=_("Decision on %(name)s") % {"name": name},
+                choices=[(d, decision_label(d)) for d in allowed],
                 widget=forms.RadioSelect(attrs={"class": "symfonic-decision"}),
-                error_messages={"required": f"Choose a decision for {name}."},
+                error_messages={"required": _("Choose a decision for %(name)s.") % {"name": name}},
             )
             if "edit" in allowed:
                 schema = hitl.review_config(pause.prompt, name).get("args_schema")
@@ -120,18 +129,21 @@ class ApprovalForm(forms.Form):
                 for item in inputs or []:
                     self.fields[item.name] = item.field
                 self.fields[f"args_{i}"] = forms.CharField(
-                    label=f"Arguments of {name} (JSON)", required=False, strip=False,
+                    label=_("Arguments of %(name)s (JSON)") % {"name": name}, required=False,
+                    strip=False,
                     initial=pretty_json(request.get("args", {})),
                     widget=forms.Textarea(attrs={"rows": max(4, len(request.get("args", {})) + 3),
                                                  "class": "symfonic-json", "spellcheck": "false"}),
-                    help_text="Used with “Edit & approve”: the arguments the action runs with.",
+                    help_text=_("Used with “Edit & approve”: the arguments the action runs "
+                                "with."),
                 )
             if {"reject", "respond"} & set(allowed):
                 self.fields[f"message_{i}"] = forms.CharField(
-                    label="Message to the agent", required=False,
+                    label=_("Message to the agent"), required=False,
                     widget=forms.Textarea(attrs={"rows": 2}),
-                    help_text=("Required to respond; an optional reason when rejecting."
-                               if "respond" in allowed else "An optional reason for rejecting."),
+                    help_text=(_("Required to respond; an optional reason when rejecting.")
+                               if "respond" in allowed
+                               else _("An optional reason for rejecting.")),
                 )
             for part in ("decision", "args", "message"):
                 if f"{part}_{i}" in self.fields:
@@ -140,10 +152,10 @@ class ApprovalForm(forms.Form):
             for item in self.arg_inputs.get(i, []):
                 item.field.subject = f"{name}: {item.label}"  # type: ignore[attr-defined]
         self.fields["comment"] = forms.CharField(
-            label="Comment", required=False, max_length=COMMENT_CHARS,
+            label=_("Comment"), required=False, max_length=COMMENT_CHARS,
             widget=forms.Textarea(attrs={"rows": 2}),
-            help_text="Kept in the audit with your decision, whichever it is; "
-                      "the agent does not see it.")
+            help_text=_("Kept in the audit with your decision, whichever it is; "
+                        "the agent does not see it."))
 
     def full_clean(self) -> None:
         # The argument inputs of an action not being edited are left out of validation
@@ -178,7 +190,8 @@ class ApprovalForm(forms.Form):
             try:
                 args = parse_json(raw)
             except ValueError as exc:
-                self.add_error(field, f"The arguments of {name} are {exc}.")
+                self.add_error(field, _("The arguments of %(name)s are %(problem)s.")
+                               % {"name": name, "problem": exc})
                 return None, field
             return {"type": "edit", "edited_action": {"name": name, "args": args}}, field
         if kind in ("reject", "respond"):
@@ -201,9 +214,12 @@ class ApprovalForm(forms.Form):
                 continue
             problem = jsontext.unstorable(decision)
             if problem:
-                what = ("arguments of {} contain" if field.startswith("args_")
-                        else "message on {} contains").format(request["name"])
-                self.add_error(field, f"The {what} {problem}, which cannot be stored.")
+                words = {"name": request["name"], "problem": problem}
+                self.add_error(field, (
+                    _("The arguments of %(name)s contain %(problem)s, which cannot be stored.")
+                    if field.startswith("args_") else
+                    _("The message on %(name)s contains %(problem)s, which cannot be stored."))
+                    % words)
                 continue
             # The state machine's own rule, applied to this one action so the
             # mistake is shown next to its field.
@@ -284,7 +300,7 @@ class ArgInput:
     @property
     def proposed_text(self) -> str:
         """The proposed value as the diff shows it."""
-        return "(none)" if self.proposed is MISSING else hitl.shown(self.proposed)
+        return _("(none)") if self.proposed is MISSING else hitl.shown(self.proposed)
 
 
 MISSING: Any = object()
@@ -416,7 +432,7 @@ def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
                                min_length=schema.get("minLength"),
                                widget=forms.Textarea(attrs={"rows": 4}) if long else None,
                                **common)
-    common["help_text"] = common["help_text"] or "A JSON value."
+    common["help_text"] = common["help_text"] or _("A JSON value.")
     return JSONAnswerField(required=required,
                            widget=forms.Textarea(attrs={"rows": 4, "class": "symfonic-json"}),
                            **common)
@@ -450,16 +466,16 @@ class QuestionForm(forms.Form):
                 self.fields[name] = field_for(sub, required=name in required,
                                               label=name.replace("_", " ").capitalize())
         elif schema:
-            self.fields[self.ROOT] = field_for(schema, required=True, label="Answer")
+            self.fields[self.ROOT] = field_for(schema, required=True, label=_("Answer"))
         else:
             self.fields[self.ROOT] = forms.CharField(
-                label="Answer", widget=forms.Textarea(attrs={"rows": 4}))
+                label=_("Answer"), widget=forms.Textarea(attrs={"rows": 4}))
         self.has_comment = self.COMMENT not in self.fields
         if self.has_comment:
             self.fields[self.COMMENT] = forms.CharField(
-                label="Comment", required=False, max_length=COMMENT_CHARS,
+                label=_("Comment"), required=False, max_length=COMMENT_CHARS,
                 widget=forms.Textarea(attrs={"rows": 2}),
-                help_text="Kept in the audit with your answer; the agent does not see it.")
+                help_text=_("Kept in the audit with your answer; the agent does not see it."))
 
     def comment_field(self) -> forms.BoundField | None:
         """The comment's input, for the template (none if a property took its name)."""
@@ -488,7 +504,8 @@ class QuestionForm(forms.Form):
         for name, value in list(cleaned.items()):  # add_error() drops the name from cleaned
             problem = jsontext.unstorable(value)
             if problem:
-                self.add_error(name, f"It holds {problem}, which cannot be stored.")
+                self.add_error(name, _("It holds %(problem)s, which cannot be stored.")
+                               % {"problem": problem})
         if self.errors:
             return cleaned
         try:
@@ -520,9 +537,9 @@ class BulkDecisionForm(forms.Form):
         super().__init__(*args, **kwargs)
         field = self.fields["reason"]
         if decision == "reject":
-            field.label = "Reason for rejecting"
-            field.help_text = ("Sent to the agent with each rejection, and kept in the "
-                               "audit.")
+            field.label = _("Reason for rejecting")
+            field.help_text = _("Sent to the agent with each rejection, and kept in the audit.")
         else:
-            field.label = "Comment"
-            field.help_text = "Kept in the audit with each approval; the agent does not see it."
+            field.label = _("Comment")
+            field.help_text = _("Kept in the audit with each approval; the agent does not see "
+                                "it.")

@@ -13,6 +13,11 @@ JavaScript (``static/symfonic_django/viewer.js``, no build step) reading
 ``/ws/symfonic/runs/<run_id>/`` with the reviewer's session. The scope rule is
 the API's: a run of a scope the user may not review is a 404.
 
+Its words are translated: the page loads Django's JavaScript catalog of this
+app, mounted here as ``jsi18n/`` (URL name ``symfonic_jsi18n``), before
+``viewer.js``, which calls ``gettext`` / ``ngettext`` / ``interpolate``. The
+review page loads the same catalog for ``review.js`` when it is mounted.
+
 Beside it, ``runs/<run_id>/live/state/`` (URL name ``symfonic_run_live_state``)
 says where a paused run stands: each of its pauses, and the continuation
 once the last one is resolved. The socket closes after ``turn.paused``
@@ -34,14 +39,18 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+from django.views.i18n import JavaScriptCatalog
 
 from .models import Decision, Pause, PauseStatus, Run
 from .scopes import reviewer_scope_keys
 
 VIEWER_URL_NAME = "symfonic_run_live"
 STATE_URL_NAME = "symfonic_run_live_state"
+#: Django's JavaScript catalog of this app's ``djangojs`` messages (viewer.js, review.js).
+CATALOG_URL_NAME = "symfonic_jsi18n"
 #: Must match ``routing.websocket_urlpatterns``.
 STREAM_PATH = "/ws/symfonic/runs/{run_id}/"
 _PLACEHOLDER = uuid.UUID(int=0)
@@ -141,7 +150,7 @@ def run_live(request: HttpRequest, run_id: uuid.UUID) -> TemplateResponse:
     continuation = state["continuation"]
     context = {
         **admin.site.each_context(request),
-        "title": f"Run {str(run.pk)[:8]} live",
+        "title": _("Run %(id)s live") % {"id": str(run.pk)[:8]},
         "run": run,
         "run_admin_url": run_admin and run_admin.format(id=run.pk),
         "parent_viewer_url": viewer_url(run.parent_id) if run.parent_id else None,
@@ -188,6 +197,9 @@ def run_live_state(request: HttpRequest, run_id: uuid.UUID) -> JsonResponse:
 
 
 viewer_urlpatterns = [
+    # Public like Django's own admin catalog: it holds the app's words, nothing else.
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["symfonic_django"]),
+         name=CATALOG_URL_NAME),
     path("runs/<uuid:run_id>/live/", run_live, name=VIEWER_URL_NAME),
     path("runs/<uuid:run_id>/live/state/", run_live_state, name=STATE_URL_NAME),
 ]

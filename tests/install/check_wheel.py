@@ -1,5 +1,5 @@
-"""What the built distributions hold: the app with its templates, static files and migrations, and
-nothing else (no ``example_project``, no tests).
+"""What the built distributions hold: the app with its templates, static files, migrations and
+compiled translations, and nothing else (no ``example_project``, no tests).
 
     python check_wheel.py DIST_DIR    # prints a summary; exits non-zero naming what is wrong
 """
@@ -19,6 +19,9 @@ REQUIRED = [
     f"{PACKAGE}/migrations/0001_initial.py",
     f"{PACKAGE}/static/symfonic_django/admin.css",
     f"{PACKAGE}/templates/symfonic_django/viewer.html",
+    # The French catalogs, compiled: a project with LANGUAGES including fr gets them.
+    f"{PACKAGE}/locale/fr/LC_MESSAGES/django.mo",
+    f"{PACKAGE}/locale/fr/LC_MESSAGES/djangojs.mo",
 ]
 
 

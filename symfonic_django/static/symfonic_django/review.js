@@ -3,8 +3,11 @@
 // chosen decision will do; beside each argument input, show its change against
 // the proposal ("99.99 → 50"). Without JavaScript every field stays visible and
 // the form works the same (the page after the decision shows the changes too).
+// Its words come from Django's JavaScript catalog when the page loads it.
 "use strict";
 (function () {
+  var gettext = window.gettext || function (text) { return text; };
+
   function sync(fieldset) {
     const checked = fieldset.querySelector("input.symfonic-decision:checked");
     const choice = checked ? checked.value : "";
@@ -29,10 +32,10 @@
   function current(input) {
     if (input.type === "checkbox") return shown(input.checked);
     if (input.tagName === "SELECT") {
-      if (input.value === "") return "(none)";
+      if (input.value === "") return gettext("(none)");
       try { return shown(JSON.parse(input.value)); } catch (e) { return input.value; }
     }
-    if (input.value === "") return "(none)";
+    if (input.value === "") return gettext("(none)");
     if (input.type === "number") {
       const number = Number(input.value);
       return Number.isFinite(number) ? String(number) : input.value;

@@ -17,9 +17,20 @@
  *
  * Times are shown as the admin shows them: "2026-12-02 07:25:31 UTC", in the zone
  * the server names (config.timeZone).
+ *
+ * Its words come from Django's JavaScript catalog (viewer.py mounts it; the page loads
+ * it first), through gettext / ngettext / interpolate; without it they stay English.
  */
 (function () {
   "use strict";
+
+  var gettext = window.gettext || function (text) { return text; };
+  var ngettext = window.ngettext || function (one, many, n) { return n === 1 ? one : many; };
+  var interpolate = window.interpolate || function (format, words) {
+    return format.replace(/%\((\w+)\)s/g, function (_, name) { return String(words[name]); });
+  };
+  // A translated sentence with its named %(...)s words filled in.
+  function says(format, words) { return interpolate(format, words, true); }
 
   var config = JSON.parse(document.getElementById("symfonic-viewer-config").textContent);
   var transcript = document.getElementById("symfonic-transcript");
@@ -35,9 +46,9 @@
   var continuedRow = document.getElementById("symfonic-continued");
 
   var REFUSED = {
-    4401: "not signed in (4401)",
-    4403: "you review no scopes (4403)",
-    4404: "no such run in your scopes (4404)"
+    4401: gettext("not signed in (4401)"),
+    4403: gettext("you review no scopes (4403)"),
+    4404: gettext("no such run in your scopes (4404)")
   };
   var FIRST_RETRY_MS = 500;
   var MAX_RETRY_MS = 10000;
@@ -158,7 +169,7 @@
 
   function pauseLink(pauseId, text) {
     if (!config.pauseUrl) return el("code", "", short(pauseId));
-    return link(config.pauseUrl.replace("{id}", pauseId), text || "pause " + short(pauseId));
+    return link(config.pauseUrl.replace("{id}", pauseId), text || says(gettext("pause %(id)s"), {id: short(pauseId)}));
   }
 
   function jsonBlock(value) {
@@ -189,8 +200,8 @@
     var head = card.appendChild(el("div", "symfonic-tool-head"));
     head.appendChild(el("span", "symfonic-tool-icon", "⚙"));
     head.appendChild(el("strong", "symfonic-tool-name", data.name));
-    card.state = head.appendChild(el("span", "symfonic-status symfonic-status-running", "running"));
-    card.appendChild(el("div", "symfonic-label", "Arguments"));
+    card.state = head.appendChild(el("span", "symfonic-status symfonic-status-running", gettext("running")));
+    card.appendChild(el("div", "symfonic-label", gettext("Arguments")));
     card.appendChild(jsonBlock(data.args || {}));
     tools[data.tool_call_id] = card;
     openMessage = null;
@@ -216,10 +227,11 @@
 
   var render = {
     "turn.started": function (e) {
-      setStatus("running", "Running");
-      var line = note("Turn started (agent " + e.data.agent + ")", "symfonic-note-start");
+      setStatus("running", gettext("Running"));
+      var line = note(says(gettext("Turn started (agent %(agent)s)"), {agent: e.data.agent}),
+                      "symfonic-note-start");
       if (e.data.resumed_from_pause) {
-        line.appendChild(document.createTextNode(", resumed by the answer to "));
+        line.appendChild(document.createTextNode(gettext(", resumed by the answer to ")));
         line.appendChild(pauseLink(e.data.resumed_from_pause));
       }
     },
@@ -239,19 +251,20 @@
     "tool.completed": function (e) {
       var card = toolCard(e.data);
       card.state.className = "symfonic-status symfonic-status-completed";
-      card.state.textContent = "done";
-      card.appendChild(el("div", "symfonic-label", "Result"));
+      card.state.textContent = gettext("done");
+      card.appendChild(el("div", "symfonic-label", gettext("Result")));
       card.appendChild(jsonBlock(e.data.result));
     },
     "pause.requested": function (e) {
       openMessage = null;
       var card = add(el("div", "symfonic-pause"));
       var head = card.appendChild(el("div", "symfonic-pause-head"));
-      head.appendChild(el("strong", "", e.data.kind === "approval" ? "Approval requested" : "Question"));
-      card.when = head.appendChild(el("span", "quiet", e.data.expires_at ? " · expires " + when(e.data.expires_at, true) : ""));
+      head.appendChild(el("strong", "", e.data.kind === "approval" ? gettext("Approval requested") : gettext("Question")));
+      card.when = head.appendChild(el("span", "quiet", e.data.expires_at
+        ? " · " + says(gettext("expires %(when)s"), {when: when(e.data.expires_at, true)}) : ""));
       pausePrompt(card, e.data.kind, e.data.prompt);
       if (config.pauseUrl) {
-        card.answer = card.appendChild(pauseLink(e.data.pause_id, "Answer it in the admin →"));
+        card.answer = card.appendChild(pauseLink(e.data.pause_id, gettext("Answer it in the admin →")));
         card.answer.className = "button symfonic-answer";
       }
       pauseCards[e.data.pause_id] = card;
@@ -259,7 +272,7 @@
     "turn.paused": function (e) {
       ended = true;
       openMessage = null;
-      setStatus("paused", "Paused");
+      setStatus("paused", gettext("Paused"));
       waitingFor = e.data.pause_ids;
       if (!settleFrom(knownState)) {
         showWaiting(knownState);
@@ -268,13 +281,14 @@
     },
     "turn.completed": function (e) {
       ended = true;
-      setStatus("completed", "Completed");
-      showOutcome(["The turn completed."], e.data.output);
+      setStatus("completed", gettext("Completed"));
+      showOutcome([gettext("The turn completed.")], e.data.output);
     },
     "turn.failed": function (e) {
       ended = true;
-      setStatus("failed", "Failed");
-      showOutcome(["The turn failed: " + e.data.code + (e.data.message ? " — " + e.data.message : "")]);
+      setStatus("failed", gettext("Failed"));
+      showOutcome([says(gettext("The turn failed: %(reason)s"),
+                        {reason: e.data.code + (e.data.message ? " — " + e.data.message : "")})]);
     }
   };
 
@@ -298,18 +312,20 @@
   function showWaiting(state) {
     var n = waitingFor.length;
     var byId = pausesOf(state);
-    var lines = ["Waiting for " + n + (n === 1 ? " answer" : " answers") +
-                 ". Answering continues the turn in a new run; this page follows it."];
+    var lines = [says(ngettext(
+      "Waiting for %(n)s answer. Answering continues the turn in a new run; this page follows it.",
+      "Waiting for %(n)s answers. Answering continues the turn in a new run; this page follows it.",
+      n), {n: n})];
     waitingFor.forEach(function (id) {
       var p = el("p");
       var pause = byId[id];
       if (pause && pause.status !== "pending") {
         p.appendChild(document.createTextNode(answeredText(pause)));
       } else {
-        p.appendChild(pauseLink(id, "Answer pause " + short(id) + " →"));
+        p.appendChild(pauseLink(id, says(gettext("Answer pause %(id)s →"), {id: short(id)})));
         if (pause && pause.approvals) {
-          p.appendChild(document.createTextNode(" (" + pause.approvals.have + " of " +
-                                                pause.approvals.need + " approvals)"));
+          p.appendChild(document.createTextNode(" (" + says(gettext("%(have)s of %(need)s approvals"),
+            {have: pause.approvals.have, need: pause.approvals.need}) + ")"));
         }
       }
       lines.push(p);
@@ -318,10 +334,13 @@
   }
 
   function answeredText(pause) {
-    var text = "Pause " + short(pause.id) + " " + pause.status_label.toLowerCase();
-    if (pause.answered_by) text += " by " + pause.answered_by;
-    if (pause.answered_via_label && pause.answered_via !== "system") text += " via " + pause.answered_via_label;
-    if (pause.answered_at) text += " at " + when(pause.answered_at, true);
+    var text = says(gettext("Pause %(id)s %(status)s"),
+                    {id: short(pause.id), status: pause.status_label.toLowerCase()});
+    if (pause.answered_by) text += " " + says(gettext("by %(who)s"), {who: pause.answered_by});
+    if (pause.answered_via_label && pause.answered_via !== "system") {
+      text += " " + says(gettext("via %(via)s"), {via: pause.answered_via_label});
+    }
+    if (pause.answered_at) text += " " + says(gettext("at %(when)s"), {when: when(pause.answered_at, true)});
     return text + ".";
   }
 
@@ -344,7 +363,8 @@
       follow(next, lines);
     } else {
       setStatus(state.run.status, state.run.status_label);
-      lines.push("The turn does not continue: the run is " + state.run.status_label.toLowerCase() + ".");
+      lines.push(says(gettext("The turn does not continue: the run is %(status)s."),
+                      {status: state.run.status_label.toLowerCase()}));
       showOutcome(lines);
     }
     return true;
@@ -352,9 +372,10 @@
 
   function continuedLine(next) {
     var p = el("p", "symfonic-continued");
-    p.appendChild(document.createTextNode("Continued in "));
-    p.appendChild(next.viewer_url ? link(next.viewer_url, "run " + short(next.id)) : el("code", "", short(next.id)));
-    p.appendChild(document.createTextNode(", followed below."));
+    p.appendChild(document.createTextNode(gettext("Continued in") + " "));
+    p.appendChild(next.viewer_url ? link(next.viewer_url, says(gettext("run %(id)s"), {id: short(next.id)}))
+                                  : el("code", "", short(next.id)));
+    p.appendChild(document.createTextNode(gettext(", followed below.")));
     return p;
   }
 
@@ -398,10 +419,10 @@
   function resumedFrom(runId, href, pauseId) {
     var cell = resumesRow.querySelector("td");
     cell.textContent = "";
-    cell.appendChild(link(href, "run " + short(runId)));
-    cell.appendChild(document.createTextNode(", the run that paused"));
+    cell.appendChild(link(href, says(gettext("run %(id)s"), {id: short(runId)})));
+    cell.appendChild(document.createTextNode(gettext(", the run that paused")));
     if (pauseId) {
-      cell.appendChild(document.createTextNode(" (answer to pause "));
+      cell.appendChild(document.createTextNode(" (" + gettext("answer to pause") + " "));
       cell.appendChild(el("code", "", short(pauseId)));
       cell.appendChild(document.createTextNode(")"));
     }
@@ -430,7 +451,8 @@
       .then(function (response) {
         if (response.status === 401 || response.status === 403 || response.status === 404) {
           stopPolling();
-          setConnection("stopped following: the server says " + response.status, "refused");
+          setConnection(says(gettext("stopped following: the server says %(status)s"),
+                             {status: response.status}), "refused");
           return null;
         }
         var json = (response.headers.get("Content-Type") || "").indexOf("application/json") === 0;
@@ -464,14 +486,14 @@
     var scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
     var url = scheme + "//" + window.location.host + current.streamPath +
       (lastSeq ? "?after=" + lastSeq : "");
-    setConnection(lastSeq ? "reconnecting…" : "connecting…");
+    setConnection(lastSeq ? gettext("reconnecting…") : gettext("connecting…"));
     var ws = new WebSocket(url);
     socket = ws;
     // A socket the page has moved on from (a run it no longer follows) is ignored.
     ws.onopen = function () {
       if (socket !== ws) return;
       connects += 1;
-      setConnection("live", "live");
+      setConnection(gettext("live"), "live");
     };
     ws.onmessage = function (message) {
       if (socket !== ws) return;
@@ -486,12 +508,13 @@
       if (socket !== ws) return;
       socket = null;
       if (close.code === 1000 && ended) {
-        setConnection(waitingFor ? "stream ended; waiting for the answer" : "stream ended", "ended");
+        setConnection(waitingFor ? gettext("stream ended; waiting for the answer")
+                                 : gettext("stream ended"), "ended");
       } else if (REFUSED[close.code]) {
-        setConnection("refused: " + REFUSED[close.code], "refused");
+        setConnection(says(gettext("refused: %(why)s"), {why: REFUSED[close.code]}), "refused");
       } else {
-        setConnection("connection lost (" + close.code + "), reconnecting in " +
-                      Math.round(retryMs / 100) / 10 + " s…", "lost");
+        setConnection(says(gettext("connection lost (%(code)s), reconnecting in %(seconds)s s…"),
+                           {code: close.code, seconds: Math.round(retryMs / 100) / 10}), "lost");
         reconnectTimer = window.setTimeout(connect, retryMs);
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
