@@ -16,36 +16,37 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .conf import ALL_SCOPES
 
 
 class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    PAUSED = "paused", "Paused"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    PAUSED = "paused", _("Paused")
+    COMPLETED = "completed", _("Completed")
+    FAILED = "failed", _("Failed")
 
 
 class PauseStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    ANSWERED = "answered", "Answered"
-    EXPIRED = "expired", "Expired"
-    CANCELLED = "cancelled", "Cancelled"
+    PENDING = "pending", _("Pending")
+    ANSWERED = "answered", _("Answered")
+    EXPIRED = "expired", _("Expired")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class PauseKind(models.TextChoices):
-    APPROVAL = "approval", "Approval"
-    QUESTION = "question", "Question"
+    APPROVAL = "approval", _("Approval")
+    QUESTION = "question", _("Question")
 
 
 class AnsweredVia(models.TextChoices):
-    ADMIN = "admin", "Admin"
-    API = "api", "API"
-    TOKEN = "token", "Token"
-    PYTHON = "python", "Python"
-    SYSTEM = "system", "System"
+    ADMIN = "admin", _("Admin")
+    API = "api", _("API")
+    TOKEN = "token", _("Token")
+    PYTHON = "python", _("Python")
+    SYSTEM = "system", _("System")
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -310,18 +311,18 @@ class Decision(AuditRecord):
     """Append-only audit: who did what to which pause, when, through which surface."""
 
     class Action(models.TextChoices):
-        ANSWER = "answer", "Answered"
-        APPROVE = "approve", "Approved"
-        EDIT = "edit", "Edited and approved"
-        REJECT = "reject", "Rejected"
-        RESPOND = "respond", "Responded"
-        EXPIRE = "expire", "Expired"
-        CANCEL = "cancel", "Cancelled"
+        ANSWER = "answer", _("Answered")
+        APPROVE = "approve", _("Approved")
+        EDIT = "edit", _("Edited and approved")
+        REJECT = "reject", _("Rejected")
+        RESPOND = "respond", _("Responded")
+        EXPIRE = "expire", _("Expired")
+        CANCEL = "cancel", _("Cancelled")
         # Not answers: who said they are reviewing it, and what the system told whom.
-        CLAIM = "claim", "Claimed"
-        RELEASE = "release", "Released"
-        REMIND = "remind", "Reminded"
-        ESCALATE = "escalate", "Escalated"
+        CLAIM = "claim", _("Claimed")
+        RELEASE = "release", _("Released")
+        REMIND = "remind", _("Reminded")
+        ESCALATE = "escalate", _("Escalated")
 
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
     action = models.CharField(max_length=16, choices=Action.choices)
@@ -495,14 +496,14 @@ class ToolResult(models.Model):
 # --- notifications (notifications.py) ------------------------------------------------------
 
 class DeliveryChannel(models.TextChoices):
-    EMAIL = "email", "Email"
-    WEBHOOK = "webhook", "Webhook"
+    EMAIL = "email", _("Email")
+    WEBHOOK = "webhook", _("Webhook")
 
 
 class DeliveryStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    DELIVERED = "delivered", "Delivered"
-    FAILED = "failed", "Failed"
+    PENDING = "pending", _("Pending")
+    DELIVERED = "delivered", _("Delivered")
+    FAILED = "failed", _("Failed")
 
 
 class NotificationDelivery(models.Model):
