@@ -955,7 +955,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         if is_approval:
             for i, action in enumerate(pause.prompt.get("action_requests") or []):
                 config = review_config(pause.prompt, action["name"])
-                allowed = list(config.get("allowed_decisions", []))
+                allowed = pauses.offered_decisions(pause, action["name"])
                 fields = form.action_fields(i) if form is not None else {}
                 actions.append({
                     "index": i, "name": action["name"],

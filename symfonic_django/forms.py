@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from . import hitl, jsontext
+from . import hitl, jsontext, pauses
 from .conf import settings
 from .exceptions import InvalidAnswer
 from .models import Pause, PauseKind
@@ -172,8 +172,7 @@ class ApprovalForm(forms.Form):
                 field.disabled = False
 
     def allowed(self, index: int) -> list[str]:
-        config = hitl.review_config(self.pause.prompt, self.requests[index]["name"])
-        return [d for d in config.get("allowed_decisions", hitl.DECISION_TYPES)
+        return [d for d in pauses.offered_decisions(self.pause, self.requests[index]["name"])
                 if d in DECISION_LABELS]
 
     def _decision(self, index: int, kind: str) -> tuple[dict[str, Any] | None, str]:

@@ -302,6 +302,14 @@ def _leave_pending(
     return Resolution(pause=pause, continuation=continuation)
 
 
+def offered_decisions(pause: Pause, action_name: str) -> list[str]:
+    """The decisions a reviewer may give on ``action_name``: its ``allowed_decisions``,
+    without ``edit`` on a pause that needs several approvers (they approve the proposal)."""
+    allowed = hitl.review_config(pause.prompt, action_name).get("allowed_decisions",
+                                                               list(hitl.DECISION_TYPES))
+    return [d for d in allowed if not (d == "edit" and pause.approvals_needed > 1)]
+
+
 def approvers(pause: Pause) -> list[str]:
     """Who approved ``pause`` so far, in order (its quorum's approvals)."""
     return [decision.actor_label for decision in

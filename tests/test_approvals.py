@@ -238,3 +238,13 @@ def test_an_edit_past_the_policys_threshold_is_refused_and_changes_nothing(setti
     done = pauses.approve(pause.pk, actor=alice, via="api",
                           edited_args={"order_id": "A-1", "amount": 499.99})
     assert done.continuation is not None
+
+
+def test_the_review_page_offers_no_edit_on_a_pause_that_needs_several_approvers(client):
+    alice = reviewer("alice2")
+    _, pause = paused()
+    client.force_login(alice)
+    body = client.get(f"/admin/symfonic_django/pause/{pause.pk}/change/").content.decode()
+    assert 'value="approve"' in body and 'value="reject"' in body
+    assert 'value="edit"' not in body
+    assert pauses.offered_decisions(pause, "ship") == ["approve", "reject"]
