@@ -236,6 +236,9 @@ class Pause(models.Model):
                          name="symfonic_pause_scoperec_idx"),
             models.Index(fields=["scope_key", "kind", "-created_at"],
                          name="symfonic_pause_scopekind_idx"),
+            # The inbox's "claimed by me": only pending pauses someone claimed are in it.
+            models.Index(fields=["claimed_by", "created_at"], name="symfonic_pause_claimed_idx",
+                         condition=Q(status="pending", claimed_by__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -86,7 +86,7 @@ def test_other_statuses_are_tabs_newest_first_saying_who_and_when(users):
     body = response.content.decode()
     assert "answered 0 s ago by alice" in body and "Answered</span>" in body
     counts = {tab["slug"]: tab["count"].rows for tab in response.context["tabs"]}
-    assert counts == {"pending": 0, "answered": 2, "expired": 0, "cancelled": 0}
+    assert counts == {"pending": 0, "answered": 2, "expired": 0, "cancelled": 0, "claimed": 0}
     assert "Nothing is waiting for you." in inbox("alice").content.decode()
 
 
@@ -193,7 +193,7 @@ def test_counts_never_read_more_rows_than_the_limit(users, monkeypatch):
         response = inbox("alice")
     counts = [q["sql"] for q in captured.captured_queries
               if q["sql"].startswith("SELECT COUNT(*)")]
-    assert len(counts) == 4  # one per tab
+    assert len(counts) == 5  # one per tab
     if connection.vendor == "postgresql":
         assert all("LIMIT 11" in sql for sql in counts)
         assert "≈" in response.content.decode()
@@ -228,3 +228,20 @@ def test_a_personal_tab_is_counted_and_listed_like_the_others(users, monkeypatch
     assert listed(response) == [question]
     assert response.context["tabs"][-1]["count"].rows == 1
     assert 'id="symfonic-tab-questions"' in response.content.decode()
+
+
+def test_claimed_by_me_lists_the_pending_pauses_the_reviewer_holds_now(users):
+    alice = get_user_model().objects.get(username="alice")
+    mine, lapsed, others = (refund_pause("acme") for _ in range(3))
+    pauses.claim(mine.pk, actor=alice, via="admin")
+    pauses.claim(lapsed.pk, actor=alice, via="admin",
+                 now=timezone.now() - timedelta(days=1))  # its claim ran out long ago
+    response = inbox("alice", "?show=claimed")
+    assert response.status_code == 200
+    assert listed(response) == [mine]
+    assert response.context["tabs"][-1]["slug"] == "claimed"
+    assert response.context["tabs"][-1]["count"].rows == 1
+    assert listed(inbox("admin", "?show=claimed")) == []  # alice's, not the superuser's
+    pauses.approve(mine.pk, actor=alice, via="admin")
+    assert listed(inbox("alice", "?show=claimed")) == []  # answered: no longer work
+    assert others.status == PauseStatus.PENDING
