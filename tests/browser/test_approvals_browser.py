@@ -20,10 +20,9 @@ from example_project.shop.models import Tenant
 from symfonic_django.models import Decision, Pause
 
 from .test_admin_browser import off_the_loop
-from .test_claims_browser import ARTIFACTS, chromium, second_acme_reviewer, signed_in
+from .test_claims_browser import ARTIFACTS, second_acme_reviewer, signed_in
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
-__all__ = ["chromium"]  # the fixture, used by name
 
 
 def test_a_second_reviewer_sees_1_of_2_approvals_and_completes_the_quorum(

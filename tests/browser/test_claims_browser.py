@@ -10,7 +10,6 @@ HH:MM UTC)", with no Claim button of her own. Screenshot: ``artifacts/claim-seen
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,25 +21,12 @@ from example_project.shop.management.commands.seed_demo import seed_pause, seed_
 from example_project.shop.models import Membership, Tenant
 from symfonic_django.models import Decision, Pause
 
-from .test_admin_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, off_the_loop
+from .test_admin_browser import ROOT, off_the_loop
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
 ARTIFACTS = ROOT / "artifacts"
 PASSWORDS = {"alice": "alice-demo-pw", "dora": "dora-test-pw"}
-
-
-@pytest.fixture
-def chromium(server: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                      headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def second_acme_reviewer() -> None:

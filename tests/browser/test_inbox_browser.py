@@ -10,7 +10,6 @@ alice (reviewer of acme) and saves a screenshot under ``artifacts/``:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from example_project.shop.management.commands.seed_demo import seed_pause, seed_
 from example_project.shop.models import Tenant
 from symfonic_django.models import Decision, Pause, PauseStatus
 
-from .test_admin_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, log_in, off_the_loop
+from .test_admin_browser import ROOT, log_in, off_the_loop
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
@@ -27,19 +26,6 @@ ARTIFACTS = ROOT / "artifacts"
 INBOX = "/admin/symfonic_django/pause/inbox/"
 #: No horizontal scrolling: the page is no wider than the window.
 FITS = "document.documentElement.scrollWidth <= window.innerWidth"
-
-
-@pytest.fixture
-def chromium(server: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                      headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def alice_at(browser: Any, server: str, width: int, height: int = 900) -> Any:

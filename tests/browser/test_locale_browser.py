@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 
 from .test_admin_browser import log_in, off_the_loop
-from .test_inbox_browser import INBOX, chromium, seed, shoot
-
-__all__ = ["chromium"]
+from .test_inbox_browser import INBOX, seed, shoot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
