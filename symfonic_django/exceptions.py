@@ -225,3 +225,27 @@ class ResumeRefused(SymfonicError):
             raise ValueError(f"unknown ResumeRefused reason {reason!r}")
         super().__init__(detail)
         self.reason = reason
+
+
+class NotRedeliverable(SymfonicError):
+    """A redelivery was asked of a delivery that is still pending (or unknown)."""
+
+    code = "not_redeliverable"
+    status = 409
+    default_detail = "Only a delivered or failed notification can be delivered again."
+
+
+class ThreadPaused(SymfonicError):
+    """A new run on a thread that is still paused on another run's pauses.
+
+    LangGraph would take the new input and drop the pending interrupts, and
+    those pauses, still answerable in the app, would then end their
+    continuation in ``used_interrupt``. ``agents.langgraph`` refuses the new turn
+    instead, before the graph is touched (``turn.failed`` with this code): the
+    thread and the pauses stay as they were, and the run can be retried once
+    they are answered.
+    """
+
+    code = "thread_paused"
+    status = 409
+    default_detail = "The thread is paused on pauses of another run; answer them first."

@@ -73,7 +73,7 @@ from standardwebhooks import Webhook
 
 from . import hitl, pauses, signals
 from .conf import NOTIFY_DEFAULTS, settings
-from .exceptions import SymfonicError
+from .exceptions import NotRedeliverable
 from .models import (
     AnsweredVia,
     DeliveryAttempt,
@@ -148,14 +148,6 @@ EDGES: dict[str, Edge] = {
     "give_up": Edge(frozenset({PENDING}), FAILED),
     "redeliver": Edge(frozenset({DELIVERED, FAILED}), PENDING),
 }
-
-
-class NotRedeliverable(SymfonicError):
-    """A redelivery was asked of a delivery that is still pending (or unknown)."""
-
-    code = "not_redeliverable"
-    status = 409
-    default_detail = "Only a delivered or failed notification can be delivered again."
 
 
 class DeliveryError(Exception):

@@ -102,7 +102,7 @@ from ..exceptions import (
     InteractionConfigurationError,
     InvalidAnswer,
     ResumeRefused,
-    SymfonicError,
+    ThreadPaused,
 )
 from ..models import Pause, PauseKind, PauseStatus, Run, RunStatus
 from ..pauses import TIMEOUT_ANSWER
@@ -614,21 +614,6 @@ def refusal_message(refusal: ResumeRefused) -> str:
     (DESIGN section 7), and ``run.error`` copies them.
     """
     return f"{refusal.reason}: {refusal.detail}"
-
-
-class ThreadPaused(SymfonicError):
-    """A new run on a thread that is still paused on another run's pauses.
-
-    LangGraph would take the new input and drop the pending interrupts, and
-    those pauses, still answerable in the app, would then end their
-    continuation in ``used_interrupt``. The new turn is refused instead, before
-    the graph is touched (``turn.failed`` with this code): the thread and the
-    pauses stay as they were, and the run can be retried once they are answered.
-    """
-
-    code = "thread_paused"
-    status = 409
-    default_detail = "The thread is paused on pauses of another run; answer them first."
 
 
 def _refuse_if_answers_awaited(state: StateSnapshot) -> None:
