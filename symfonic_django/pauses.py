@@ -310,12 +310,6 @@ def offered_decisions(pause: Pause, action_name: str) -> list[str]:
     return [d for d in allowed if not (d == "edit" and pause.approvals_needed > 1)]
 
 
-def approvers(pause: Pause) -> list[str]:
-    """Who approved ``pause`` so far, in order (its quorum's approvals)."""
-    return [decision.actor_label for decision in
-            Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE).order_by("pk")]
-
-
 def _refuse_edit_past_quorum(pause: Pause, answer: Any) -> None:
     """Refuse an edit that the approval policy would ask more approvers for than the pause.
 
