@@ -41,6 +41,7 @@ from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from . import hitl, notifications, pauses, pg, runs
 from .conf import settings
+from .datetimes import format_datetime
 from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
 from .forms import BulkDecisionForm, answer_form_for, decision_label, pretty_json
@@ -125,7 +126,8 @@ def headline(pause: Pause) -> str:
         text = description if isinstance(description, str) and description else call_text(first)
         if len(requests) > 1:
             more = len(requests) - 1
-            text += f" (and {more} more action{'s' * (more != 1)})"
+            text += " " + ngettext("(and %(count)d more action)", "(and %(count)d more actions)",
+                                   more) % {"count": more}
     else:
         text = hitl.question_text(pause.prompt)
     return text if len(text) <= HEADLINE_CHARS else Truncator(text).chars(HEADLINE_CHARS)
@@ -507,6 +509,21 @@ def _json_block(value: Any) -> str:
     return format_html('<pre class="symfonic-json">{}</pre>', pretty_json(value))
 
 
+def time_field(field: str, description: Any) -> Callable[[Any, Any], str]:
+    """A changelist column or read-only field that shows the datetime ``field`` as every
+    page of the app shows a time (``datetimes.format_datetime``: ``2026-12-02 07:25:31
+    UTC``), sorted by ``field``; Django's own rendering would say "Dec. 2, 2026, 7:25
+    a.m." with no zone. Assign it on the admin: ``created = time_field("created_at", ...)``.
+    """
+    @admin.display(description=description, ordering=field)
+    def show(model_admin: Any, obj: Any) -> str:
+        value = getattr(obj, field)
+        # A read-only field shows a None as "None": say "-" as the lists do.
+        return model_admin.get_empty_value_display() if value is None else format_datetime(value)
+
+    return show
+
+
 def _status_badge(status: str, label: str) -> str:
     return format_html('<span class="symfonic-status symfonic-status-{}">{}</span>', status, label)
 
@@ -524,7 +541,7 @@ def _admin_link(obj: Any, text: str | None = None) -> str:
 class RunAdmin(ScopedReadOnlyAdmin):
     change_form_template = "admin/symfonic_django/run/change_form.html"
     list_display = ("short_id", "agent", "status_badge", "scope_key", "pending_pauses",
-                    "attempts", "created_at")
+                    "attempts", "created")
     list_display_links = ("short_id",)
     list_filter = ("status", AgentFilter, ScopeFilter)
     search_fields = ("session_id",)  # searched by search() below
@@ -533,12 +550,17 @@ class RunAdmin(ScopedReadOnlyAdmin):
                            "thread_id")}),
         (gettext_lazy("Lineage"), {"fields": ("root_link", "parent_link", "resumed_from_link")}),
         (gettext_lazy("Input and outcome"), {"fields": ("input_json", "output_json", "error_json")}),
-        (gettext_lazy("Worker"), {"fields": ("attempts", "epoch", "worker", "lease_until", "created_at",
-                               "started_at", "finished_at")}),
+        (gettext_lazy("Worker"), {"fields": ("attempts", "epoch", "worker", "lease", "created",
+                                             "started", "finished")}),
     )
     readonly_fields = ("status_badge", "root_link", "parent_link", "resumed_from_link",
-                       "input_json", "output_json", "error_json")
+                       "input_json", "output_json", "error_json", "lease", "created", "started",
+                       "finished")
     actions = ["retry_selected"]
+    created = time_field("created_at", gettext_lazy("created at"))
+    started = time_field("started_at", gettext_lazy("started at"))
+    finished = time_field("finished_at", gettext_lazy("finished at"))
+    lease = time_field("lease_until", gettext_lazy("lease until"))
 
     def has_retry_permission(self, request: HttpRequest) -> bool:
         """The ``symfonic_django.retry_run`` permission (scope is narrowed by the queryset)."""
@@ -694,8 +716,7 @@ INBOX_PER_PAGE = 50
 
 def _moment(when: Any) -> dict[str, str]:
     """A time as the inbox shows it: ISO for machines, local with its zone for people."""
-    local = timezone.localtime(when)
-    return {"iso": when.isoformat(), "text": local.strftime("%Y-%m-%d %H:%M %Z")}
+    return {"iso": when.isoformat(), "text": format_datetime(when)}
 
 
 @admin.register(Pause)
@@ -904,7 +925,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         except SymfonicError as exc:
             messages.error(request, exc.detail)
         else:
-            until = f"{timezone.localtime(held.claimed_until):%H:%M %Z}"
+            until = format_datetime(held.claimed_until, "time")
             messages.success(request, _("You released this pause.") if release else
                              _("You are reviewing this pause until %(until)s: other reviewers "
                                "see it (they can still answer it).") % {"until": until})
@@ -1211,13 +1232,14 @@ def _answered_message(resolution: pauses.Resolution) -> str:
 @admin.register(TurnEvent)
 class TurnEventAdmin(ScopedReadOnlyAdmin):
     scope_field = "scope_key"  # the run's, copied onto the event
-    list_display = ("run_short", "seq", "type", "summary", "created_at")
+    list_display = ("run_short", "seq", "type", "summary", "created")
     list_filter = (EventTypeFilter, ScopeFilter)
     # Newest first by the primary key's index (the model's own order, by run, sorts
     # every event by its run's date).
     ordering = ("-pk",)
-    fields = ("run_link", "seq", "type", "data_json", "created_at")
-    readonly_fields = ("run_link", "data_json")
+    fields = ("run_link", "seq", "type", "data_json", "created")
+    readonly_fields = ("run_link", "data_json", "created")
+    created = time_field("created_at", gettext_lazy("created at"))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # The listed rows' runs in one query: joined, a deep page read every skipped
@@ -1244,12 +1266,13 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
 @admin.register(Decision)
 class DecisionAdmin(ScopedReadOnlyAdmin):
     scope_field = "scope_key"  # the pause's, copied onto the decision
-    list_display = ("created_at", "action", "who", "via", "pause_summary")
+    list_display = ("created", "action", "who", "via", "pause_summary")
     ordering = ("-pk",)  # newest first, by the primary key's index
     list_filter = ("action", "via", ScopeFilter)
     fields = ("pause_link", "action", "who", "via", "comment", "edits", "answer_json",
-              "created_at")
-    readonly_fields = ("pause_link", "who", "edits", "answer_json")
+              "created")
+    readonly_fields = ("pause_link", "who", "edits", "answer_json", "created")
+    created = time_field("created_at", gettext_lazy("created at"))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # Fetched for the listed rows only, in one query each: joined, a deep page read
@@ -1304,18 +1327,22 @@ class NotificationEventFilter(FixedChoicesFilter):
 class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
     """Each email and webhook, its attempts, and a redeliver action (audited)."""
 
-    list_display = ("created_at", "event_type", "channel", "target", "status_badge",
-                    "attempts", "next_attempt_at", "error_summary")
+    list_display = ("created", "event_type", "channel", "target", "status_badge",
+                    "attempts", "next_attempt", "error_summary")
     list_filter = ("status", "channel", NotificationEventFilter, ScopeFilter)
     search_fields = ("target",)  # searched by search() below
     ordering = ("-created_at",)
     fields = ("id", "event_type", "channel", "target", "status_badge", "scope_key", "attempts",
-              "max_attempts", "next_attempt_at", "delivered_at", "last_error", "run_link",
+              "max_attempts", "next_attempt", "delivered", "last_error", "run_link",
               "pause_link", "payload_json", "attempts_table", "redeliveries_table",
-              "created_at")
+              "created")
     readonly_fields = ("status_badge", "run_link", "pause_link", "payload_json",
-                       "attempts_table", "redeliveries_table")
+                       "attempts_table", "redeliveries_table", "next_attempt", "delivered",
+                       "created")
     actions = ["redeliver_selected"]
+    created = time_field("created_at", gettext_lazy("created at"))
+    next_attempt = time_field("next_attempt_at", gettext_lazy("next attempt at"))
+    delivered = time_field("delivered_at", gettext_lazy("delivered at"))
 
     def has_redeliver_permission(self, request: HttpRequest) -> bool:
         """The ``symfonic_django.redeliver_notification`` permission (scope: the queryset)."""
@@ -1369,7 +1396,8 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("attempts made"))
     def attempts_table(self, obj: NotificationDelivery) -> str:
-        rows = [(a.number, a.started_at, a.finished_at or _("no outcome (its worker stopped)"),
+        rows = [(a.number, format_datetime(a.started_at),
+                 format_datetime(a.finished_at) or _("no outcome (its worker stopped)"),
                  _("ok") if a.ok else _("failed"), a.response_status or "—", a.error or "—")
                 for a in obj.attempt_rows.order_by("number")]
         if not rows:
@@ -1383,7 +1411,7 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("redelivered by"))
     def redeliveries_table(self, obj: NotificationDelivery) -> str:
-        rows = [(r.actor_label, r.created_at, r.get_previous_status_display(),
+        rows = [(r.actor_label, format_datetime(r.created_at), r.get_previous_status_display(),
                  r.attempts_before) for r in obj.redeliveries.order_by("created_at")]
         if not rows:
             return "—"

@@ -32,6 +32,7 @@ from django.utils import timezone
 from . import hitl, jsontext, runs, signals
 from .binding import PauseBinding
 from .conf import ALL_SCOPES, settings
+from .datetimes import format_datetime
 from .exceptions import (
     AlreadyAnswered,
     AlreadyApproved,
@@ -231,16 +232,21 @@ def _label(actor: Any) -> str:
     return actor.get_username() if hasattr(actor, "get_username") else str(actor)
 
 
+def _clock(moment: datetime) -> str:
+    """A time of day in a refusal's words, as every page shows times: ``07:40:00 UTC``."""
+    return format_datetime(moment, "time")
+
+
 def _refuse_closed(pause: Pause, now: datetime) -> None:
     """Raise the refusal for a pause that can no longer be answered."""
-    when = timezone.localtime(pause.answered_at).strftime("%H:%M") if pause.answered_at else ""
+    when = _clock(pause.answered_at) if pause.answered_at else ""
     if pause.status == PauseStatus.ANSWERED:
         who = pause.answered_by.get_username() if pause.answered_by else pause.answered_via
         raise AlreadyAnswered(f"Already answered by {who} at {when}.")
     if pause.status == PauseStatus.CANCELLED:
         raise PauseCancelled(f"This pause was cancelled at {when}.")
     if pause.status == PauseStatus.EXPIRED or pause.expires_at <= now:
-        raise PauseExpired(f"This pause expired at {timezone.localtime(pause.expires_at):%H:%M}.")
+        raise PauseExpired(f"This pause expired at {_clock(pause.expires_at)}.")
 
 
 def _lookup(pause_id: Any, visible: Any) -> Pause:
@@ -494,10 +500,6 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
 # answer ends the claim's meaning with the pause. A claim is not a status, so these
 # write only ``claimed_by`` / ``claimed_until``, each under the pause's row lock with a
 # guarded UPDATE (the claim on SQLite, which has no row locks), and a ``Decision``.
-
-def _clock(moment: datetime) -> str:
-    return f"{timezone.localtime(moment):%H:%M}"
-
 
 def _claimable(pause_id: Any, actor: Any, visible: Any, now: datetime) -> Pause:
     """``pause_id`` locked, pending and in time, claimed or released by a signed-in user."""

@@ -11,9 +11,11 @@ inside a translation tag, and every message of the catalogs is translated.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +195,31 @@ def test_every_message_of_the_french_catalogs_is_translated_and_compiled(domain,
     subprocess.run(["msgfmt", "--check-format", "-o", str(compiled), str(po)], check=True)
     assert po.with_suffix(".mo").read_bytes() == compiled.read_bytes(), \
         "run compilemessages (cd symfonic_django && manage.py compilemessages -l fr)"
+
+
+def msgids(po: Path) -> set[str]:
+    """The messages of a catalog, each as one line (``msgcat --no-wrap``)."""
+    text = subprocess.run(["msgcat", "--no-wrap", "--no-location", str(po)], check=True,
+                          capture_output=True, text=True).stdout
+    return set(re.findall(r'^msgid "(.+)"$', text, re.M))
+
+
+@pytest.mark.parametrize("domain", ["django", "djangojs"])
+def test_the_french_catalogs_hold_every_message_the_code_marks(domain, tmp_path):
+    """``makemessages`` run afresh over the app finds no message the committed catalog
+    lacks, and the catalog keeps none the code no longer marks."""
+    if shutil.which("xgettext") is None or shutil.which("msgcat") is None:
+        pytest.skip("gettext is not installed")
+    copy = tmp_path / "symfonic_django"
+    shutil.copytree(APP, copy, ignore=shutil.ignore_patterns("__pycache__", "migrations"))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",
+           "PYTHONPATH": str(APP.parent)}
+    subprocess.run([sys.executable, "-m", "django", "makemessages", "-l", "fr", "-d", domain,
+                    "--no-obsolete"], cwd=copy, env=env, check=True, capture_output=True)
+    committed = APP / "locale" / "fr" / "LC_MESSAGES" / f"{domain}.po"
+    fresh = copy / "locale" / "fr" / "LC_MESSAGES" / f"{domain}.po"
+    assert msgids(fresh) == msgids(committed), (
+        "run makemessages and translate (cd symfonic_django && django-admin makemessages -l fr)")
 
 
 def test_the_example_offers_english_and_french_and_reads_the_browsers_language(settings):

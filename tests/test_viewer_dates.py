@@ -20,8 +20,16 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from example_project.shop.management.commands.seed_demo import seed_users
-from symfonic_django.models import Pause
-from symfonic_django.templatetags.symfonic import format_datetime
+from symfonic_django.datetimes import format_datetime
+from symfonic_django.models import (
+    Decision,
+    DeliveryAttempt,
+    NotificationDelivery,
+    Pause,
+    Redelivery,
+    Run,
+    TurnEvent,
+)
 from symfonic_django.viewer import viewer_url
 
 from .conftest import paused_run
@@ -117,3 +125,96 @@ def test_the_viewer_shows_times_the_same_way_and_hands_its_script_the_same_zone(
     with timezone.override("Asia/Kolkata"):  # a zone the project activates for the user
         viewer = alice.get(viewer_url(run)).content.decode()
     assert '"timeZone": "Asia/Kolkata"' in viewer and "(times are in Asia/Kolkata)" in viewer
+
+
+# --- the admin's own lists and read-only fields -----------------------------------------
+#
+# Django renders a DateTimeField column or read-only field itself as "Dec. 2, 2026, 7:25
+# a.m.", with no zone; the app's lists and change pages show them as every other page does.
+
+DJANGO_FORMAT = re.compile(r"\b(a\.m\.|p\.m\.|midnight|noon)")
+
+
+@pytest.fixture
+def admin_client(tenants) -> Client:
+    seed_users()
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="admin"))
+    return client
+
+
+def dated_rows() -> dict[str, object]:
+    """One row of each machine-written model, every datetime of it at WINTER."""
+    run, pause = paused_run("refund", {"order_id": "TZ-3", "amount": 5})
+    Run.objects.filter(pk=run.pk).update(created_at=WINTER, started_at=WINTER,
+                                         finished_at=WINTER, lease_until=WINTER)
+    TurnEvent.objects.filter(run=run).update(created_at=WINTER)
+    decision = Decision.objects.create(pause=pause, scope_key=pause.scope_key, via="admin",
+                                       action=Decision.Action.CLAIM, actor_label="alice",
+                                       created_at=WINTER)
+    delivery = NotificationDelivery.objects.create(
+        channel="email", target="alice@example.com", event_type="pause.requested",
+        payload={}, scope_key=pause.scope_key, run=run, pause=pause, max_attempts=3,
+        status="delivered", attempts=1, next_attempt_at=WINTER, delivered_at=WINTER,
+        created_at=WINTER)
+    DeliveryAttempt.objects.create(delivery=delivery, number=1, started_at=WINTER,
+                                   finished_at=WINTER, ok=True, response_status=250)
+    Redelivery.objects.create(delivery=delivery, actor_label="admin", via="admin",
+                              previous_status="delivered", attempts_before=1,
+                              created_at=WINTER)
+    return {"run": run, "turnevent": TurnEvent.objects.filter(run=run).first(),
+            "decision": decision, "notificationdelivery": delivery}
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Paris")
+@pytest.mark.parametrize("model, shown_times", [
+    ("run", 1), ("turnevent", 1), ("decision", 1), ("notificationdelivery", 2)])
+def test_the_admin_lists_show_their_times_this_way(admin_client, model, shown_times):
+    dated_rows()
+    listed = admin_client.get(f"/admin/symfonic_django/{model}/").content.decode()
+    assert listed.count("2026-12-02 08:25:31 Europe/Paris") >= shown_times
+    assert not DJANGO_FORMAT.search(listed), DJANGO_FORMAT.search(listed)
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Paris")
+@pytest.mark.parametrize("model, shown_times", [
+    ("run", 4), ("turnevent", 1), ("decision", 1), ("notificationdelivery", 6)])
+def test_the_admin_change_pages_show_their_times_this_way(admin_client, model, shown_times):
+    row = dated_rows()[model]
+    page = admin_client.get(f"/admin/symfonic_django/{model}/{row.pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    # run: created, started, finished, lease; delivery: created, next attempt, delivered,
+    # the attempt's start and finish, the redelivery.
+    assert text.count("2026-12-02 08:25:31 Europe/Paris") == shown_times
+    assert not DJANGO_FORMAT.search(text), DJANGO_FORMAT.search(text)
+
+
+@pytest.mark.django_db
+def test_a_time_column_sorts_by_its_field_and_shows_nothing_for_no_time(admin_client):
+    rows = dated_rows()
+    Run.objects.filter(pk=rows["run"].pk).update(finished_at=None, lease_until=None)
+    page = admin_client.get(f"/admin/symfonic_django/run/{rows['run'].pk}/change/")
+    fields = {field.field["label"]: field.contents() for fieldset in page.context["adminform"]
+              for line in fieldset for field in line}
+    assert (fields["created at"], fields["started at"]) == ("2026-12-02 07:25:31 UTC",) * 2
+    assert fields["finished at"] == fields["lease until"] == "-"  # Django's, not "None"
+    newest_first = admin_client.get("/admin/symfonic_django/run/?o=-7")
+    assert newest_first.status_code == 200
+    assert newest_first.context["cl"].queryset.query.order_by[0] == "-created_at"
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Paris")
+def test_the_inbox_and_a_claim_state_their_times_this_way(alice):
+    run, pause = paused_run("refund", {"order_id": "TZ-4", "amount": 5})
+    inbox = alice.get("/admin/symfonic_django/pause/inbox/").content.decode()
+    assert f'title="{format_datetime(pause.expires_at)}"' in inbox
+    claimed = alice.post(f"/admin/symfonic_django/pause/{pause.pk}/claim/", follow=True)
+    held = Pause.objects.get(pk=pause.pk)
+    shown = format_datetime(held.claimed_until, "time")
+    assert shown.endswith(" Europe/Paris")
+    assert f"You are reviewing this pause until {shown}" in claimed.content.decode()
+    assert f"until {shown}" in Decision.objects.get(pause=pause, action="claim").comment

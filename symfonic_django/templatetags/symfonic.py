@@ -1,45 +1,17 @@
 """The app's template filters: ``{% load symfonic %}``.
 
-``symfonic_datetime`` is how a time is shown to people on every page of the
-app: ``2026-12-02 07:25:31 UTC``, in the current time zone (the one the
-project activates for the user, else ``TIME_ZONE``), with that zone named.
-The live viewer's script formats the times it receives the same way, in the
-zone its page states, so the review page and the viewer agree to the second.
+``symfonic_datetime`` shows a time as every page of the app does
+(``datetimes.format_datetime``): ``2026-12-02 07:25:31 UTC``, in the current
+time zone, with that zone named.
 """
 
 from __future__ import annotations
 
-from datetime import date, datetime
-
 from django import template
-from django.utils import timezone
+
+from ..datetimes import format_datetime
 
 register = template.Library()
-
-
-def format_datetime(value: object, part: str = "") -> str:
-    """``value`` as ``YYYY-MM-DD HH:MM:SS <zone>`` in the current time zone.
-
-    ``part="time"`` gives only ``HH:MM:SS <zone>``. A date without a time is
-    ``YYYY-MM-DD``; ``None`` or anything else is ``""``, as Django's ``date``
-    filter does. A naive datetime (a project with ``USE_TZ = False``) is taken
-    to be in the current zone already.
-    """
-    if isinstance(value, datetime):
-        local = timezone.localtime(value) if timezone.is_aware(value) else value
-        clock = f"{local.hour:02d}:{local.minute:02d}:{local.second:02d}"
-        zone = timezone.get_current_timezone_name()
-        if part == "time":
-            return f"{clock} {zone}"
-        return f"{_day(local)} {clock} {zone}"
-    if isinstance(value, date):
-        return _day(value)
-    return ""
-
-
-def _day(value: date) -> str:
-    # Not strftime: its %Y does not pad years before 1000 on every platform.
-    return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
 
 
 @register.filter

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.utils import timezone
 
 from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
 from example_project.shop.models import Membership, Tenant
+from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import Decision, Pause
 
 from .test_admin_browser import ROOT, off_the_loop
@@ -69,7 +69,7 @@ def test_a_claim_is_seen_by_a_second_reviewer(server: str, chromium: Any) -> Non
 
     claimed = off_the_loop(lambda: Pause.objects.select_related("claimed_by").get(pk=pause_id))
     assert claimed.claimed_by.username == "alice"
-    until = f"{timezone.localtime(claimed.claimed_until):%H:%M %Z}"  # the page states its zone
+    until = format_datetime(claimed.claimed_until, "time")  # the page states its zone
 
     dora = signed_in(chromium, server, "dora")
     dora.goto(path)

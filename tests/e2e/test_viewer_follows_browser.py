@@ -19,8 +19,8 @@ import pytest
 from django.utils import timezone
 
 from symfonic_django import pauses
+from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import Pause, Run, RunStatus
-from symfonic_django.templatetags.symfonic import format_datetime
 
 from ..conftest import paused_run
 from .conftest import ARTIFACTS
