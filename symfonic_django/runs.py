@@ -194,8 +194,8 @@ def abandon(dead: list[Run], *, code: str, now: datetime | None = None) -> None:
         raise RuntimeError("a run left 'paused' while its row was locked")
     for run in dead:
         run.status, run.error, run.finished_at, run.updated_at = FAILED, error, now, now
-        signals.send_on_commit(signals.run_failed, Run, run=run, code=code,
-                               message=error["message"])
+    signals.send_each_on_commit(signals.run_failed, Run, (
+        {"run": run, "code": code, "message": error["message"]} for run in dead))
 
 
 # --- claiming and the lease ------------------------------------------------------------

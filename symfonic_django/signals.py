@@ -15,6 +15,7 @@ arguments named in its comment.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
@@ -62,11 +63,22 @@ run_retried = Signal()
 
 def send_on_commit(signal: Signal, sender: type[Any], **arguments: Any) -> None:
     """Send ``signal`` once the current transaction commits (at once outside one)."""
+    send_each_on_commit(signal, sender, [arguments])
+
+
+def send_each_on_commit(signal: Signal, sender: type[Any],
+                        each: Iterable[dict[str, Any]]) -> None:
+    """Send ``signal`` once per arguments of ``each``, in order, once the current
+    transaction commits: one commit hook for a batch (an expiry sweep settles hundreds
+    of pauses at once), each send as robust as ``send_on_commit``'s."""
+    batch = list(each)
 
     def send() -> None:
-        for receiver, outcome in signal.send_robust(sender=sender, **arguments):
-            if isinstance(outcome, Exception):
-                log.error("%r raised in a receiver of a symfonic_django signal", receiver,
-                          exc_info=outcome)
+        for arguments in batch:
+            for receiver, outcome in signal.send_robust(sender=sender, **arguments):
+                if isinstance(outcome, Exception):
+                    log.error("%r raised in a receiver of a symfonic_django signal", receiver,
+                              exc_info=outcome)
 
-    transaction.on_commit(send)
+    if batch:
+        transaction.on_commit(send)
