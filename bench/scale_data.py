@@ -197,9 +197,13 @@ PAUSE_COLUMNS = {
     "answered_via": "CASE WHEN pause_status = 'pending' THEN '' ELSE " + VIA_SQL + " END",
     "answered_at": f"CASE WHEN pause_status <> 'pending' THEN {ANSWERED_AT_SQL} END",
     "created_at": "asked", "updated_at": "asked",
+}
+#: The pause's search row (``PauseSearch``).
+SEARCH_COLUMNS = {
+    "pause_id": "pause_id",
     # What hitl.search_text makes of the same prompt, ids and all: case-folded, with
     # its punctuation dropped (hitl.searchable).
-    "search_text": """regexp_replace(lower(CASE WHEN question
+    "text": """regexp_replace(lower(CASE WHEN question
                        THEN 'Which carrier should ship the replacement for ' || order_id || '?'
                        ELSE 'refund' || E'\\n' || 'Refund ' || amount || ' on order ' || order_id
                             || E'\\n' || jsonb_build_object('order_id', order_id,
@@ -416,7 +420,7 @@ def load(connection: Any, pauses: int, *, people: People, loaded: int = 0,
     from django.utils import timezone
 
     from example_project.agents import REFUND_ARGS_SCHEMA
-    from symfonic_django.models import Decision, Pause, Run, TurnEvent
+    from symfonic_django.models import Decision, Pause, PauseSearch, Run, TurnEvent
 
     if pauses % PAUSES_PER_RUN or loaded % PAUSES_PER_RUN or pauses <= loaded:
         raise ValueError(f"load from {loaded} to {pauses} pauses: multiples of "
@@ -439,6 +443,8 @@ def load(connection: Any, pauses: int, *, people: People, loaded: int = 0,
         runs = insert_select(connection, Run, RUN_COLUMNS, f"({RUN_SERIES}) AS run", params)
         pause_rows = insert_select(connection, Pause, PAUSE_COLUMNS,
                                    f"({PAUSE_SERIES}) AS pause", params)
+        insert_select(connection, PauseSearch, SEARCH_COLUMNS, f"({PAUSE_SERIES}) AS pause",
+                      params)
         decisions = insert_select(connection, Decision, DECISION_COLUMNS,
                                   f"({PAUSE_SERIES}) AS pause WHERE pause_status <> 'pending'",
                                   params)
@@ -458,7 +464,7 @@ def load(connection: Any, pauses: int, *, people: People, loaded: int = 0,
         # tables since PostgreSQL 13): statistics, and the visibility map that index-only
         # scans need.
         tables = ", ".join(connection.ops.quote_name(m._meta.db_table)
-                           for m in (Run, Pause, Decision, TurnEvent))
+                           for m in (Run, Pause, PauseSearch, Decision, TurnEvent))
         cursor.execute(f"VACUUM (ANALYZE) {tables}")
     return Loaded(runs + 1, pause_rows, decisions, events, long_id, long_events)
 

@@ -726,7 +726,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                     "answered")
     list_display_links = ("summary",)
     list_filter = ("status", "kind", ScopeFilter)
-    search_fields = ("search_text",)  # searched by search() below
+    search_fields = ("search__text",)  # searched by search() below
     ordering = ("-created_at",)
     actions = ["approve_selected", "reject_selected"]
 
@@ -776,18 +776,19 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
                ) -> tuple[QuerySet[Any], bool]:
-        """The words of the pause (``Pause.search_text``: the actions' names, descriptions
+        """The words of the pause (``PauseSearch.text``: the actions' names, descriptions
         and arguments, or the question; the session and thread ids), or a pasted id.
 
-        The column is stored ``hitl.searchable`` (case-folded, punctuation dropped)
+        The text is stored ``hitl.searchable`` (case-folded, punctuation dropped)
         and the term is made searchable the same way, so a case-sensitive
         ``LIKE '%term%'`` is a case- and punctuation-insensitive search that
         PostgreSQL's trigram index on the column answers (Django's ``icontains``
-        would compare ``UPPER(...)``, which that index cannot serve).
+        would compare ``UPPER(...)``, which that index cannot serve). One search row
+        per pause: the join adds no duplicate.
         """
         term = search_term.strip()
         words = hitl.searchable(term)
-        found = queryset.filter(search_text__contains=words) if words else queryset
+        found = queryset.filter(search__text__contains=words) if words else queryset
         return _with_uuid_search(found, queryset, term,
                                  ("pk", "run_id", "root_run_id", "continuation_id")), False
 

@@ -206,11 +206,7 @@ class Pause(models.Model):
     escalated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
-    #: What the admin's search reads (``hitl.search_text``): the proposed actions' names,
-    #: descriptions and arguments, or the question; the session and thread ids. On
-    #: PostgreSQL a trigram index serves it (migration 0008; not in ``Meta.indexes``, as
-    #: only PostgreSQL has it).
-    search_text = models.TextField(blank=True, default="", editable=False)
+    # What the admin's search reads is its own row, ``PauseSearch`` (``pause.search``).
 
     objects = PauseQuerySet.as_manager()
 
@@ -257,6 +253,30 @@ class Pause(models.Model):
         if self.claimed_by_id is None or self.claimed_until is None or self.claimed_until <= now:
             return None
         return self.claimed_by
+
+
+class PauseSearch(models.Model):
+    """What a reviewer searches a pause by (``hitl.search_text``), written once with it.
+
+    The proposed actions' names, descriptions and arguments, or the question; the
+    session and thread ids; case-folded, punctuation dropped. On PostgreSQL a trigram
+    index serves ``text LIKE '%term%'`` (migration 0021; not in ``Meta.indexes``, as
+    only PostgreSQL has it).
+
+    A row of its own, not a column of the pause, because a pause's row is rewritten
+    by every step it takes (an answer, a claim, a reminder, its expiry): PostgreSQL
+    writes a new row version with new entries in every index of its table, and a
+    trigram index's entries for a pause are a hundred or so, about 0.2 ms to write
+    at a million pauses, the largest part of expiring one (``docs/decisions.md``,
+    "Search that scales"). This row is written once and never updated.
+    """
+
+    pause = models.OneToOneField(Pause, on_delete=models.CASCADE, primary_key=True,
+                                 related_name="search")
+    text = models.TextField(editable=False)
+
+    def __str__(self) -> str:
+        return f"search text of {self.pause_id}"
 
 
 class TurnEvent(models.Model):

@@ -89,6 +89,22 @@ class AddPostgresIndexConcurrently(Operation):
         return f"Create index {self.index.name} on {self.model_name} (PostgreSQL only)"
 
 
+class RemovePostgresIndexConcurrently(AddPostgresIndexConcurrently):
+    """Drop, ``CONCURRENTLY``, an index that ``AddPostgresIndexConcurrently`` made; built
+    again when the migration is reversed. Other databases skip it."""
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any,
+                          to_state: Any) -> None:
+        super().database_backwards(app_label, schema_editor, to_state, from_state)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any,
+                           to_state: Any) -> None:
+        super().database_forwards(app_label, schema_editor, to_state, from_state)
+
+    def describe(self) -> str:
+        return f"Drop index {self.index.name} on {self.model_name} (PostgreSQL only)"
+
+
 class CreateExtension(Operation):
     """Django's ``CreateExtension`` on PostgreSQL (``pg_trgm`` for the search indexes)."""
 

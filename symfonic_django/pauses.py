@@ -49,7 +49,16 @@ from .exceptions import (
     PayloadTooLarge,
     PermissionDenied,
 )
-from .models import AnsweredVia, Decision, Pause, PauseKind, PauseStatus, Run, RunStatus
+from .models import (
+    AnsweredVia,
+    Decision,
+    Pause,
+    PauseKind,
+    PauseSearch,
+    PauseStatus,
+    Run,
+    RunStatus,
+)
 from .scopes import scope_key
 from .tokens import PauseClaims, mint_token, pin_hash, scope_hash
 
@@ -177,12 +186,13 @@ def create_pause(
         idempotency_key=idempotency_key or "", bound_run_id=binding.run_id,
         bound_root_run_id=binding.root_run_id, created_at=now,
         expires_at=now + timedelta(seconds=seconds),
-        search_text=hitl.search_text(kind, prompt, binding.session_id, binding.thread_id),
     )
     pause.approvals_needed = approvals_needed(pause)
     try:
         with transaction.atomic():
             pause.save(force_insert=True)
+            PauseSearch.objects.create(pause=pause, text=hitl.search_text(
+                kind, prompt, binding.session_id, binding.thread_id))
             signals.send_on_commit(signals.pause_requested, Pause, pause=pause)
     except IntegrityError:
         # A concurrent re-execution of the same step created it first.
@@ -488,8 +498,8 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
                        for pause in due]
         for resolution in resolutions:
             resolution.pause.continuation = resolution.continuation
-            signals.send_on_commit(signals.pause_expired, Pause, pause=resolution.pause,
-                                   continuation=resolution.continuation)
+        signals.send_each_on_commit(signals.pause_expired, Pause, (
+            {"pause": r.pause, "continuation": r.continuation} for r in resolutions))
     return resolutions
 
 
@@ -673,9 +683,9 @@ def _settle(paused: list[tuple[Run, list[Pause]]], *, dispatch: bool, now: datet
     if orphans:
         decisions = _leave_all(orphans, "cancel", action=Decision.Action.CANCEL, now=now,
                                comment="a sibling pause was cancelled or expired")
-        for sibling, decision in zip(orphans, decisions, strict=True):
-            signals.send_on_commit(signals.pause_cancelled, Pause, pause=sibling,
-                                   decision=decision)
+        signals.send_each_on_commit(signals.pause_cancelled, Pause, (
+            {"pause": sibling, "decision": decision}
+            for sibling, decision in zip(orphans, decisions, strict=True)))
     for code, status in (("pause_expired", PauseStatus.EXPIRED),
                          ("pause_cancelled", PauseStatus.CANCELLED)):
         runs.abandon([run for run, dead in dying if dead.status == status], code=code, now=now)

@@ -31,6 +31,7 @@ from symfonic_django.models import (
     Decision,
     Pause,
     PauseKind,
+    PauseSearch,
     PauseStatus,
     Run,
     RunRetry,
@@ -189,7 +190,7 @@ def test_search_reads_the_actions_words_and_the_ids_in_any_case_and_nothing_else
         "description": "Refund the customer's DAMAGED parcel"}]})
     question = bare_pause(kind=PauseKind.QUESTION, prompt={"question": "Ship to Île-de-France?"})
     other = bare_pause()
-    Pause.objects.filter(pk=other.pk).update(search_text=hitl.search_text(
+    PauseSearch.objects.filter(pk=other.pk).update(text=hitl.search_text(
         "question", "", "session s-19", "thread t-77"))
     alice = login("alice")
 
@@ -206,20 +207,6 @@ def test_search_reads_the_actions_words_and_the_ids_in_any_case_and_nothing_else
     assert found("zq 4417") == []  # a space is not punctuation
     assert found("ZQ_44.17") == [described.pk]  # punctuation, LIKE's wildcards included,
     assert found("zq%17") == found("z_4417") == []  # is dropped, never a wildcard
-
-
-def test_a_pause_made_before_its_search_text_existed_gets_it_from_the_migration(users):
-    from importlib import import_module
-
-    from django.apps import apps
-
-    pause = bare_pause(prompt={"action_requests": [{"name": "refund",
-                                                    "args": {"order_id": "OLD-1", "amount": 5}}]})
-    Pause.objects.filter(pk=pause.pk).update(search_text="")
-    migration = import_module("symfonic_django.migrations.0008_search_and_list_indexes")
-    migration.fill_search_text(apps, None)
-    pause.refresh_from_db()
-    assert "old1" in pause.search_text and pause.search_text.startswith("refund\n")
 
 
 def test_run_changelist_is_scoped_and_finds_a_pasted_run_id(users):

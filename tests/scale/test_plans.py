@@ -22,8 +22,9 @@ from bench import scale_data
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 PAUSES = 50_000
-BIG_TABLES = frozenset({"symfonic_django_pause", "symfonic_django_run",
-                        "symfonic_django_turnevent", "symfonic_django_decision"})
+BIG_TABLES = frozenset({"symfonic_django_pause", "symfonic_django_pausesearch",
+                        "symfonic_django_run", "symfonic_django_turnevent",
+                        "symfonic_django_decision"})
 #: Hot paths allowed to read a big table whole, with the reason.
 ALLOWED: dict[str, str] = {}
 

@@ -1,0 +1,61 @@
+"""Migrations that move data: each one tested by migrating a database with old rows.
+
+``MigrationExecutor`` migrates the test database back to the state before the
+migration, rows are written through that state's historical models (what an
+old version stored), and it migrates forward again, as ``manage.py migrate``
+would on an upgrade.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from symfonic_django.models import Pause, PauseSearch
+
+APP = "symfonic_django"
+BEFORE_SEARCH_TABLE = [(APP, "0020_claimed_by_me_index")]
+SEARCH_TABLE = [(APP, "0021_pause_search")]
+
+
+def migrate(targets: list[tuple[str, str]]) -> Any:
+    """Migrate the test database to ``targets``; the historical apps of that state."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    executor.loader.build_graph()
+    return executor.loader.project_state(targets).apps
+
+
+def old_pause(apps: Any, text: str) -> uuid.UUID:
+    Run = apps.get_model(APP, "Run")
+    Pause = apps.get_model(APP, "Pause")
+    run = Run.objects.create(agent="refund", scope_key="acme", status="paused", input={})
+    Run.objects.filter(pk=run.pk).update(root=run)
+    now = timezone.now()
+    return Pause.objects.create(
+        run=run, root_run=run, scope_key="acme", kind="approval", prompt={},
+        bound_run_id=str(run.pk), bound_root_run_id=str(run.pk), expires_at=now,
+        created_at=now, search_text=text).pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0021_moves_each_pauses_search_text_into_its_own_row_and_back():
+    old = migrate(BEFORE_SEARCH_TABLE)
+    texts = {old_pause(old, f"refund\nold{n}\nsession s-{n}"): f"refund\nold{n}\nsession s-{n}"
+             for n in range(3)}
+    empty = old_pause(old, "")  # a pause from before 0008 filled the text
+
+    migrate(SEARCH_TABLE)
+    moved = dict(PauseSearch.objects.values_list("pause_id", "text"))
+    assert moved == {**texts, empty: ""}
+    assert "search_text" not in {f.name for f in Pause._meta.get_fields()}
+
+    back = migrate(BEFORE_SEARCH_TABLE)  # reversible: the column and its text come back
+    assert dict(back.get_model(APP, "Pause").objects.values_list("pk", "search_text")) == {
+        **texts, empty: ""}
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes(APP))  # as it was
