@@ -616,7 +616,7 @@ class RunAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("root run"))
     def root_link(self, obj: Run) -> str:
-        return "this run" if obj.root_id in (None, obj.pk) else _admin_link(obj.root)
+        return _("this run") if obj.root_id in (None, obj.pk) else _admin_link(obj.root)
 
     @admin.display(description=gettext_lazy("parent run"))
     def parent_link(self, obj: Run) -> str:

@@ -72,24 +72,25 @@ class Run(models.Model):
     resumed_from = models.ForeignKey(
         "Pause", on_delete=models.SET_NULL, related_name="+", null=True, blank=True
     )
-    agent = models.CharField(max_length=100)
-    scope_key = models.CharField(max_length=200, db_index=True)
+    agent = models.CharField(_("agent"), max_length=100)
+    scope_key = models.CharField(_("scope key"), max_length=200, db_index=True)
     #: Who started the run's lineage (``POST runs/``; copied onto its continuations). They
     #: never count toward a quorum of approvers of its pauses. No index: nothing lists runs
     #: by starter, and deleting a user is rare enough to read the table for it.
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
                                    null=True, blank=True, related_name="+", db_index=False)
-    session_id = models.CharField(max_length=200, blank=True, default="")
-    thread_id = models.CharField(max_length=200, blank=True, default="")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    session_id = models.CharField(_("session id"), max_length=200, blank=True, default="")
+    thread_id = models.CharField(_("thread id"), max_length=200, blank=True, default="")
+    status = models.CharField(_("status"), max_length=16, choices=RunStatus.choices,
+                              default=RunStatus.QUEUED)
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
     #: How many times the run was queued: 1, plus one per operator retry.
-    attempts = models.PositiveIntegerField(default=1)
+    attempts = models.PositiveIntegerField(_("attempts"), default=1)
     #: The fencing token: each claim increments it, and a worker's writes name it.
-    epoch = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True, default="")
+    epoch = models.PositiveIntegerField(_("epoch"), default=0)
+    worker = models.CharField(_("worker"), max_length=200, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
     #: When its message was last sent to the workers, how often, and when a queued run
     #: that nobody claimed counts as lost and is sent again (with backoff).
@@ -104,6 +105,8 @@ class Run(models.Model):
     objects = RunQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("run")
+        verbose_name_plural = _("runs")
         ordering = ["-created_at"]
         indexes = [
             models.Index(
@@ -161,8 +164,8 @@ class Pause(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="pauses")
     root_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    scope_key = models.CharField(max_length=200)
-    kind = models.CharField(max_length=16, choices=PauseKind.choices)
+    scope_key = models.CharField(_("scope key"), max_length=200)
+    kind = models.CharField(_("kind"), max_length=16, choices=PauseKind.choices)
     prompt = models.JSONField()
     #: How many distinct people must approve it (``APPROVAL_POLICY``, read when it is made);
     #: one rejection is enough to end it whatever the number.
@@ -179,7 +182,7 @@ class Pause(models.Model):
     bound_run_id = models.CharField(max_length=64)
     bound_root_run_id = models.CharField(max_length=64)
     status = models.CharField(
-        max_length=16, choices=PauseStatus.choices, default=PauseStatus.PENDING
+        _("status"), max_length=16, choices=PauseStatus.choices, default=PauseStatus.PENDING
     )
     expires_at = models.DateTimeField()
     answer = models.JSONField(null=True, blank=True)
@@ -211,6 +214,8 @@ class Pause(models.Model):
     objects = PauseQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("pause")
+        verbose_name_plural = _("pauses")
         ordering = ["-created_at"]
         permissions = [("answer_pause", "Can answer (approve, reject, respond to) pauses")]
         constraints = [
@@ -286,8 +291,8 @@ class TurnEvent(models.Model):
     # lookup by run; one index fewer to write for every event.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events",
                             db_index=False)
-    seq = models.PositiveIntegerField()
-    type = models.CharField(max_length=40)
+    seq = models.PositiveIntegerField(_("seq"))
+    type = models.CharField(_("type"), max_length=40)
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
     #: The run's, copied when the event is stored (a run never changes scope), so a
@@ -296,6 +301,8 @@ class TurnEvent(models.Model):
     scope_key = models.CharField(max_length=200, default="", editable=False)
 
     class Meta:
+        verbose_name = _("turn event")
+        verbose_name_plural = _("turn events")
         ordering = ["run", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["run", "seq"], name="symfonic_event_run_seq"),
@@ -321,8 +328,8 @@ class AuditRecord(models.Model):
         related_name="+",
     )
     actor_label = models.CharField(max_length=200, blank=True, default="")
-    via = models.CharField(max_length=16, choices=AnsweredVia.choices)
-    comment = models.TextField(blank=True, default="")
+    via = models.CharField(_("via"), max_length=16, choices=AnsweredVia.choices)
+    comment = models.TextField(_("comment"), blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -348,7 +355,7 @@ class Decision(AuditRecord):
         ESCALATE = "escalate", _("Escalated")
 
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="decisions")
-    action = models.CharField(max_length=16, choices=Action.choices)
+    action = models.CharField(_("action"), max_length=16, choices=Action.choices)
     answer = models.JSONField(null=True, blank=True)
     #: The pause's scope, copied when the decision is written (a pause never changes
     #: scope): a reviewer's list of decisions is then read from one index, not joined
@@ -356,6 +363,8 @@ class Decision(AuditRecord):
     scope_key = models.CharField(max_length=200, default="", editable=False)
 
     class Meta(AuditRecord.Meta):
+        verbose_name = _("decision")
+        verbose_name_plural = _("decisions")
         indexes = [
             # The decision list filtered by action or by surface, newest first, and counts.
             models.Index(fields=["action", "-id"], name="symfonic_decision_action_idx"),
@@ -539,23 +548,23 @@ class NotificationDelivery(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    channel = models.CharField(max_length=16, choices=DeliveryChannel.choices)
+    channel = models.CharField(_("channel"), max_length=16, choices=DeliveryChannel.choices)
     #: An email address, or the ``NAME`` of a webhook endpoint (its URL and secret stay
     #: in settings: a URL may carry a credential of its own).
-    target = models.CharField(max_length=254)
-    event_type = models.CharField(max_length=40)
+    target = models.CharField(_("target"), max_length=254)
+    event_type = models.CharField(_("event type"), max_length=40)
     payload = models.JSONField()
     #: The scope of the pause or run it is about: reviewers see their scopes' deliveries.
-    scope_key = models.CharField(max_length=200)
+    scope_key = models.CharField(_("scope key"), max_length=200)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     pause = models.ForeignKey(Pause, on_delete=models.CASCADE, related_name="+", null=True,
                               blank=True)
-    status = models.CharField(max_length=16, choices=DeliveryStatus.choices,
+    status = models.CharField(_("status"), max_length=16, choices=DeliveryStatus.choices,
                               default=DeliveryStatus.PENDING)
     #: Attempts started so far, and the number after which a failure is final.
-    attempts = models.PositiveIntegerField(default=0)
-    max_attempts = models.PositiveIntegerField()
-    last_error = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    max_attempts = models.PositiveIntegerField(_("max attempts"))
+    last_error = models.TextField(_("last error"), blank=True, default="")
     #: When a pending delivery is next due (while an attempt runs: when it counts as lost).
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
@@ -563,7 +572,8 @@ class NotificationDelivery(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        verbose_name_plural = "notification deliveries"
+        verbose_name = _("notification delivery")
+        verbose_name_plural = _("notification deliveries")
         permissions = [("redeliver_notification", "Can redeliver notifications")]
         indexes = [
             # The delivery list, newest first, and one scope's.

@@ -108,6 +108,26 @@ def test_the_pause_list_its_columns_and_bulk_actions_are_in_french(users):
 
 
 @pytest.mark.django_db
+def test_the_models_their_fields_and_filters_are_named_in_french(users):
+    pause = refund_pause("acme", amount=40)
+    alice = login("alice")
+    index = page(alice, reverse("admin:index"), **FRENCH)
+    for words in ("Exécutions", "Événements de tour", "Décisions", "Envois de notification"):
+        assert words in index, words
+    runs = page(alice, reverse("admin:symfonic_django_run_changelist"), **FRENCH)
+    for words in ("Clé de périmètre", "Tentatives", "Créé le", "Par statut"):
+        assert words in runs, words
+    run = page(alice, reverse("admin:symfonic_django_run_change", args=[pause.run_id]),
+               **FRENCH)
+    for words in ("Id de session", "Époque", "Commencé le", "cette exécution"):
+        assert words in run, words
+    decisions = page(alice, reverse("admin:symfonic_django_decision_changelist"), **FRENCH)
+    assert "Par action" in decisions and "Par via" in decisions
+    english = page(alice, reverse("admin:index"))
+    assert "Notification deliveries" in english and "Turn events" in english
+
+
+@pytest.mark.django_db
 def test_the_viewer_page_is_in_french_and_loads_the_catalog_before_viewer_js(users):
     pause = refund_pause("acme", amount=40)
     french = page(login("alice"), viewer_url(pause.run), **FRENCH)
