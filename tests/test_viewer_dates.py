@@ -94,12 +94,17 @@ def test_anything_else_is_a_date_or_nothing(value, shown):
 
 # --- the pages that use it --------------------------------------------------------------
 
-@pytest.fixture
-def alice(tenants) -> Client:
+def signed_in(username: str) -> Client:
+    """A client signed in as one of the demo's users (``seed_demo``'s)."""
     seed_users()
     client = Client()
-    client.force_login(get_user_model().objects.get(username="alice"))
+    client.force_login(get_user_model().objects.get(username=username))
     return client
+
+
+@pytest.fixture
+def alice(tenants) -> Client:
+    return signed_in("alice")
 
 
 @pytest.mark.django_db
@@ -137,10 +142,7 @@ DJANGO_FORMAT = re.compile(r"\b(a\.m\.|p\.m\.|midnight|noon)")
 
 @pytest.fixture
 def admin_client(tenants) -> Client:
-    seed_users()
-    client = Client()
-    client.force_login(get_user_model().objects.get(username="admin"))
-    return client
+    return signed_in("admin")
 
 
 def dated_rows() -> dict[str, object]:

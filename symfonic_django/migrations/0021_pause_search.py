@@ -29,39 +29,37 @@ BATCH = 2000
 STATISTICS = 1000
 
 
+def batches(queryset, field):
+    """``(pk, field)`` of every row of ``queryset``, a batch at a time by primary key."""
+    last = None
+    while True:
+        page = queryset.order_by("pk")
+        if last is not None:
+            page = page.filter(pk__gt=last)
+        rows = list(page.values_list("pk", field)[:BATCH])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
 def copy_to_search(apps, schema_editor):
     Pause = apps.get_model("symfonic_django", "Pause")
     PauseSearch = apps.get_model("symfonic_django", "PauseSearch")
-    last = None
-    while True:
-        page = Pause.objects.order_by("pk")
-        if last is not None:
-            page = page.filter(pk__gt=last)
-        rows = list(page.values_list("pk", "search_text")[:BATCH])
-        if not rows:
-            return
+    for rows in batches(Pause.objects.all(), "search_text"):
         with transaction.atomic():
             PauseSearch.objects.bulk_create(
                 [PauseSearch(pause_id=pk, text=text) for pk, text in rows],
                 ignore_conflicts=True)
-        last = rows[-1][0]
 
 
 def copy_from_search(apps, schema_editor):
     Pause = apps.get_model("symfonic_django", "Pause")
     PauseSearch = apps.get_model("symfonic_django", "PauseSearch")
-    last = None
-    while True:
-        page = PauseSearch.objects.order_by("pk")
-        if last is not None:
-            page = page.filter(pk__gt=last)
-        rows = list(page.values_list("pk", "text")[:BATCH])
-        if not rows:
-            return
+    for rows in batches(PauseSearch.objects.all(), "text"):
         with transaction.atomic():
             Pause.objects.bulk_update([Pause(pk=pk, search_text=text) for pk, text in rows],
                                       ["search_text"])
-        last = rows[-1][0]
 
 
 def set_statistics(apps, schema_editor):
