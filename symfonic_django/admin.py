@@ -893,7 +893,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     # --- review claims ---------------------------------------------------------------
     #
-    # "Being reviewed by alice (until 07:40)": the pause page shows a live claim
+    # "Being reviewed by alice (until 07:40:00 UTC)": the pause page shows a live claim
     # (pause/claim.html) and, to reviewers who may answer, a Claim / Release button that
     # posts here. A claim informs; it refuses nobody's answer (``pauses.claim``).
 

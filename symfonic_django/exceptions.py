@@ -141,7 +141,7 @@ class ApprovalNotCounted(SymfonicError):
 
 class ClaimHeld(SymfonicError):
     """Another reviewer's claim on the pause has not lapsed ("Being reviewed by alice until
-    07:40."). A claim informs: it refuses other claims, never an answer."""
+    07:40:00 UTC."). A claim informs: it refuses other claims, never an answer."""
 
     code = "claimed"
     status = 409

@@ -505,7 +505,7 @@ def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:
 
 # --- review claims ----------------------------------------------------------------
 #
-# "Being reviewed by alice until 07:40": a claim tells other reviewers someone is on it.
+# "Being reviewed by alice until 07:40:00 UTC": a claim tells other reviewers someone is on it.
 # It informs and locks nothing: anyone who may answer the pause still can, and an
 # answer ends the claim's meaning with the pause. A claim is not a status, so these
 # write only ``claimed_by`` / ``claimed_until``, each under the pause's row lock with a
