@@ -328,3 +328,43 @@ def test_a_receiver_that_raises_is_logged_and_undoes_nothing(
     errors = [r for r in caplog.records if r.name == signals.__name__]
     assert len(errors) == 1 and errors[0].levelno == logging.ERROR
     assert errors[0].exc_info is not None and "mail server" in str(errors[0].exc_info[1])
+
+
+def test_a_sweeps_signals_are_each_sent_once_and_one_raising_stops_none(
+        tenants: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A batch's sends share one commit hook (``send_each_on_commit``): every pause of
+    the sweep still gets its own send, and a receiver that raises for the first one is
+    logged without keeping the others from theirs."""
+    due = [paused_run()[1] for _ in range(3)]
+    for pause in due:
+        make_due(pause)
+    seen: list[Any] = []
+
+    def broken_once(sender: Any, pause: Pause, **arguments: Any) -> None:
+        seen.append(pause.pk)
+        if len(seen) == 1:
+            raise RuntimeError("the webhook receiver is down")
+
+    signals.pause_expired.connect(broken_once, weak=False)
+    try:
+        with receiving(signals.pause_expired) as received, caplog.at_level(logging.ERROR):
+            assert pauses.expire_due() == 3
+    finally:
+        signals.pause_expired.disconnect(broken_once)
+    assert sorted(seen) == sorted(pause.pk for pause in due)  # each once
+    assert [arguments["pause"].pk for _, arguments in received] == seen  # one order for all
+    assert [r.levelno for r in caplog.records if r.name == signals.__name__] == [logging.ERROR]
+
+
+def test_a_batch_is_one_commit_hook_and_an_empty_one_is_none(
+        tenants: Any, django_capture_on_commit_callbacks: Any) -> None:
+    with receiving(signals.pause_cancelled) as received:
+        with transaction.atomic():
+            with django_capture_on_commit_callbacks() as none:
+                signals.send_each_on_commit(signals.pause_cancelled, Pause, [])
+            with django_capture_on_commit_callbacks() as one:
+                signals.send_each_on_commit(signals.pause_cancelled, Pause, (
+                    {"pause": name, "decision": None} for name in ("first", "second")))
+            assert received == []  # not before the commit
+    assert (len(none), len(one)) == (0, 1)
+    assert [arguments["pause"] for _, arguments in received] == ["first", "second"]
