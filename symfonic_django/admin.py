@@ -372,7 +372,9 @@ def bounded_count(queryset: QuerySet[Any]) -> BoundedCount:
     estimate: an exact ``COUNT(*)`` reads every matching row, and over a large
     table that costs more than the page it numbers. Other databases count exactly.
     """
-    queryset = queryset.order_by()
+    # Only the rows' ids: a list's annotations (the inbox's approvals) and joined
+    # columns would be computed for every row counted, and a count needs none of them.
+    queryset = queryset.order_by().values("pk")
     if connections[queryset.db].vendor != "postgresql":
         return BoundedCount(queryset.count(), is_estimate=False)
     counted = queryset[:EXACT_COUNT_UP_TO + 1].count()
@@ -402,6 +404,21 @@ class EstimatingPaginator(PaginatorBase):
         A deeper ``?p=`` is out of range, as any page past the end is.
         """
         return min(super().num_pages, max(1, EXACT_COUNT_UP_TO // self.per_page))
+
+    def page(self, number: Any) -> Any:
+        """Page ``number``; past the first, its rows are found by id first.
+
+        A page's offset is read row by row, and each row skipped costs what the
+        list computes for a row shown: its joins (``select_related``) and
+        annotations. So a deeper page reads the ids of its rows alone (the
+        ordering's index and nothing joined), then the list's rows with those ids,
+        in the list's order. One more query, and the depth costs only index entries.
+        """
+        page = super().page(number)
+        rows, listed = page.object_list, self.object_list
+        if page.number > 1 and isinstance(rows, QuerySet) and isinstance(listed, QuerySet):
+            page.object_list = listed.filter(pk__in=list(rows.values_list("pk", flat=True)))
+        return page
 
     @cached_property
     def count(self) -> int:
