@@ -311,7 +311,7 @@ def _page_ids(model: Any, who: str, page: int) -> tuple[list[Any], list[Any], li
 @pytest.mark.parametrize("who", ["alice", "admin"])
 def test_a_deeper_page_reads_its_ids_alone_then_the_same_rows_in_the_same_order(
         users, model, who, monkeypatch):
-    monkeypatch.setattr(type(symfonic_admin.admin.site._registry[model]), "list_per_page", 3)
+    monkeypatch.setattr(type(symfonic_admin.admin.site.get_model_admin(model)), "list_per_page", 3)
     rows(model, 8)
     for page in (2, 3):
         listed, expected, sql = _page_ids(model, who, page)
