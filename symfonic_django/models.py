@@ -114,6 +114,10 @@ class Run(models.Model):
                 condition=Q(status="running"),
             ),
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
+            # A reviewer's run list filtered by status: the count and the page read their
+            # tenant's runs of that status alone, not every tenant's (migration 0023).
+            models.Index(fields=["scope_key", "status", "-created_at"],
+                         name="symfonic_run_scopestatus_idx"),
             models.Index(fields=["-created_at"], name="symfonic_run_recent_idx"),
             models.Index(fields=["status", "-created_at"], name="symfonic_run_status_idx"),
             models.Index(fields=["agent", "-created_at"], name="symfonic_run_agent_idx"),

@@ -27,6 +27,19 @@ BIG_TABLES = frozenset({"symfonic_django_pause", "symfonic_django_pausesearch",
                         "symfonic_django_decision"})
 #: Hot paths allowed to read a big table whole, with the reason.
 ALLOWED: dict[str, str] = {}
+#: Hot paths whose count must read their tenant's rows of one status through the index
+#: that holds both, not a wider index it then filters: a reviewer's queued runs were
+#: counted through every tenant's queued runs, and grew with their backlog (migration
+#: 0023). At 1,000,000 pauses the page reads that index too; at this size the partial
+#: index of every queued run is small enough that the planner rightly reads it for the
+#: page, so only the count is pinned here (``bench/bench_scale.py`` prints both plans).
+NARROWED: dict[str, str] = {
+    "admin run/ filter status__exact=queued (reviewer)": "symfonic_run_scopestatus_idx",
+}
+
+
+def is_count_by_status(sql: str) -> bool:
+    return "COUNT(*)" in sql and '"symfonic_django_run"."status" = ' in sql
 
 
 def plan_with_indexes_preferred(sql: str, params: Any) -> dict[str, Any]:
@@ -49,6 +62,10 @@ def sequential_scans(plan: dict[str, Any]) -> list[str]:
             if node["Node Type"] == "Seq Scan" and node.get("Relation Name") in BIG_TABLES]
 
 
+def used_indexes(plan: dict[str, Any]) -> set[str]:
+    return {node["Index Name"] for node in scale_data.plan_nodes(plan) if "Index Name" in node}
+
+
 def test_every_hot_path_reads_the_big_tables_through_an_index() -> None:
     scopes = scale_data.create_tenants()
     people = scale_data.create_people()
@@ -56,6 +73,7 @@ def test_every_hot_path_reads_the_big_tables_through_an_index() -> None:
     paths = scale_data.hot_paths(people, PAUSES)
     assert len(paths) > 40  # every list, filter, search and deep page, and the workers' paths
     found: list[str] = []
+    narrowed = dict.fromkeys(NARROWED, 0)
     for path in paths:
         if path.prepare is not None:
             path.prepare()
@@ -69,4 +87,10 @@ def test_every_hot_path_reads_the_big_tables_through_an_index() -> None:
             plan = plan_with_indexes_preferred(query[0], query[1])
             if sequential_scans(plan) and path.name not in ALLOWED:
                 found.append(f"{path.name}: {scale_data.plan_shape(plan)}\n    {query[0][:300]}")
+            if path.name in NARROWED and is_count_by_status(query[0]):
+                narrowed[path.name] += 1
+                if NARROWED[path.name] not in used_indexes(plan):
+                    found.append(f"{path.name} does not count through {NARROWED[path.name]}: "
+                                 f"{scale_data.plan_shape(plan)}\n    {query[0][:300]}")
     assert not found, "\n".join(found)
+    assert all(narrowed.values()), f"a narrowed path made no count: {narrowed}"
