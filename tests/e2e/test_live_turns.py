@@ -98,11 +98,11 @@ def test_two_hundred_watchers_each_get_all_thousand_events_in_order(live, users,
     cont_id = live.approve(pause.pk, users["alice"]["token"])["run_id"]
     ticket = mint_watch_ticket(cont_id)
 
-    async def go() -> tuple[list[Watch], float]:
+    async def go() -> tuple[list[tuple[Watch, int]], float]:
         subscribed = [asyncio.Event() for _ in range(WATCHERS)]
         handshakes = asyncio.Semaphore(25)  # a burst of 200 SYNs overflows the accept backlog
 
-        async def watcher(i: int) -> Watch:
+        async def watcher(i: int) -> tuple[Watch, int]:
             seen = Watch()
 
             def until(w: Watch) -> bool:
@@ -115,7 +115,19 @@ def test_two_hundred_watchers_each_get_all_thousand_events_in_order(live, users,
                                                    timeout=120))
                 await asyncio.wait([task, asyncio.ensure_future(subscribed[i].wait())],
                                    return_when=asyncio.FIRST_COMPLETED)
-            return await task
+            await task
+            # daphne closes 1000 after the terminal event and drops a socket whose peer has
+            # not answered that close within a second (autobahn's closing handshake
+            # timeout): under load this one process, reading 200 sockets, is that far
+            # behind, and the drop discards what its socket had not read. A client then
+            # reconnects with ?after=, as the live viewer does, and gets the rest.
+            reconnects = 0
+            while seen.close_code == 1006 and reconnects < 3:
+                reconnects += 1
+                seen.close_code = None
+                await watch(live.ws_url(cont_id, ticket=ticket, after=seen.last_seq),
+                            origin=live.origin, seen=seen, timeout=60)
+            return seen, reconnects
 
         tasks = [asyncio.ensure_future(watcher(i)) for i in range(WATCHERS)]
         await asyncio.wait_for(asyncio.gather(*(s.wait() for s in subscribed)), 60)
@@ -128,11 +140,16 @@ def test_two_hundred_watchers_each_get_all_thousand_events_in_order(live, users,
 
     stored = stored_seqs(cont_id)
     assert len(stored) == BURST + 2
-    for seen in results:
-        assert seen.seqs == stored and seen.close_code == 1000
+    # Every watcher has every event exactly once, in order, and the last socket closed 1000.
+    short = [(i, seen.last_seq, seen.close_code) for i, (seen, _) in enumerate(results)
+             if seen.seqs != stored or seen.close_code != 1000]
+    assert not short, f"watchers (index, last seq, close code) short of {len(stored)}: {short}"
+    for seen, _ in results:
         assert sum(e["type"] == "message.delta" for e in seen.events) == BURST
+    reconnected = sum(1 for _, reconnects in results if reconnects)
     print(f"\n{WATCHERS} watchers x {BURST + 2} events in {elapsed:.1f}s "
-          f"({WATCHERS * (BURST + 2) / elapsed:,.0f} messages/s)")
+          f"({WATCHERS * (BURST + 2) / elapsed:,.0f} messages/s); {reconnected} reconnected "
+          "after daphne dropped them at the close")
     assert elapsed < 90
 
 
