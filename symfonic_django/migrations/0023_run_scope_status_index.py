@@ -5,8 +5,8 @@ index of every tenant's queued runs, reading each row to check its scope: at
 1,000,000 pauses (200,000 runs) the count read 1,982 runs to keep 195, in
 6.2 ms where it is 0.2 ms with this index, and it grew with every tenant's
 backlog (``bench/bench_scale.py``). Pauses have had the same index from
-the first migration. Built ``CONCURRENTLY`` on PostgreSQL (non-atomic), so runs keep being
-started and settled while it is built.
+the first migration. Built ``CONCURRENTLY`` on PostgreSQL (non-atomic), so
+runs keep being started and settled while it is built.
 """
 
 from django.db import migrations, models
