@@ -7,8 +7,10 @@ same skew):
 * ``SCOPES`` (200) tenants of the example project. ``BIG_SCOPE`` (``acme``)
   holds every tenth run, so 10% of the runs, pauses, events and decisions; the
   other runs go round-robin over the other 199 tenants.
-* N / 5 runs of the refund agent (200,000 at 1M), each with 5 pauses (4
-  approvals shaped as the example's ``refund_prompt``, then a question). By
+* N / 5 runs (200,000 at 1M), each with 5 pauses (4 approvals shaped as the
+  example's ``refund_prompt``, then a question): of the refund agent, but for
+  one in 97 labelled with the shipping agent in every tenant (a run list
+  filtered by a rare agent; the label is all that differs). By
   run: 5% paused (their pauses pending, asked within the last day), 1% queued
   (not claimed yet: no events, epoch 0), 2% running, 3% failed, 89% completed.
   No pending pause falls due, no lease lapses and no queued run is overdue
@@ -144,10 +146,15 @@ def prompt_sql(question: str) -> str:
 #: leases and overdue runs.
 HORIZON = "interval '7 days'"
 
+#: One run in this many is labelled with the shipping agent: a reviewer's list filtered
+#: by it finds a few of the tenant's runs among many of the other agent.
+RARE_AGENT_EVERY = 97
+
 QUESTION_SCHEMA = '{"type": "string", "enum": ["UPS", "DHL", "FedEx"]}'
 
 RUN_COLUMNS = {
-    "id": "run_id", "root_id": "run_id", "agent": "'refund'", "scope_key": "scope",
+    "id": "run_id", "root_id": "run_id", "scope_key": "scope",
+    "agent": f"CASE WHEN r %% {RARE_AGENT_EVERY} = 5 THEN 'shipping' ELSE 'refund' END",
     "session_id": "'session-' || r", "thread_id": "'order-' || order_id",
     "status": "status",
     "input": "jsonb_build_object('order_id', order_id, 'amount', amount)",
@@ -570,8 +577,10 @@ def getter(client: Any, url: str, **headers: Any) -> Callable[[], None]:
     return get
 
 
-#: The choice each list filter is measured with, by parameter, when the filter offers it.
-PREFERRED_CHOICES = {"status": ("pending", "queued"), "kind": ("question",), "agent": ("refund",),
+#: The choice each list filter is measured with, by parameter, when the filter offers it:
+#: the rare agent, whose runs an index must find among the other agent's.
+PREFERRED_CHOICES = {"status": ("pending", "queued"), "kind": ("question",),
+                     "agent": ("shipping",),
                      "type": ("turn.completed",), "action": ("approve",), "via": ("api",),
                      "scope": (BIG_SCOPE,)}
 

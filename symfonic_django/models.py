@@ -73,7 +73,9 @@ class Run(models.Model):
         "Pause", on_delete=models.SET_NULL, related_name="+", null=True, blank=True
     )
     agent = models.CharField(_("agent"), max_length=100)
-    scope_key = models.CharField(_("scope key"), max_length=200, db_index=True)
+    #: No index of its own: every index below that it leads serves a lookup by tenant, and
+    #: one more would be written at every step a run takes (migration 0024).
+    scope_key = models.CharField(_("scope key"), max_length=200)
     #: Who started the run's lineage (``POST runs/``; copied onto its continuations). They
     #: never count toward a quorum of approvers of its pauses. No index: nothing lists runs
     #: by starter, and deleting a user is rare enough to read the table for it.
@@ -121,6 +123,10 @@ class Run(models.Model):
             models.Index(fields=["-created_at"], name="symfonic_run_recent_idx"),
             models.Index(fields=["status", "-created_at"], name="symfonic_run_status_idx"),
             models.Index(fields=["agent", "-created_at"], name="symfonic_run_agent_idx"),
+            # A reviewer's run list filtered by agent: their tenant's runs of that agent
+            # alone, however many other agents' runs the tenant has (migration 0024).
+            models.Index(fields=["scope_key", "agent", "-created_at"],
+                         name="symfonic_run_scopeagent_idx"),
             # The run list's search: a pasted session or thread id.
             models.Index(fields=["session_id"], name="symfonic_run_session_idx"),
             models.Index(fields=["thread_id"], name="symfonic_run_thread_idx"),

@@ -7,6 +7,11 @@ Django's own ``AddIndexConcurrently``, so their migration must say
 ``atomic = False``. On other databases (SQLite, for the demo and the tests) they
 are a plain ``AddIndex``.
 
+Dropping an index is quick, but a plain ``DROP INDEX`` waits for the table's
+exclusive lock behind every query running on it and holds every later query
+behind it meanwhile: ``DropFieldIndexConcurrently`` drops a field's own
+indexes ``CONCURRENTLY`` on PostgreSQL.
+
 Django's PostgreSQL operations are imported only when the database is
 PostgreSQL: that module needs psycopg, which a SQLite-only install has not.
 """
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.migrations import AddIndex
+from django.db.migrations import AddIndex, AlterField
 from django.db.migrations.operations.base import Operation
 from django.db.models import Index
 
@@ -49,6 +54,43 @@ class AddIndexConcurrently(AddIndex):
                            to_state: Any) -> None:
         self._for(schema_editor).database_backwards(app_label, schema_editor, from_state,
                                                     to_state)
+
+
+class DropFieldIndexConcurrently(AlterField):
+    """``AlterField`` to a field without ``db_index``; on PostgreSQL its own indexes are
+    dropped ``CONCURRENTLY``.
+
+    A field's own indexes are those ``AlterField`` would drop: the indexes of its
+    column alone that are neither unique nor among the model's ``Meta.indexes``
+    (on PostgreSQL a ``CharField`` has two, the second for ``LIKE``). Their names
+    are the schema editor's own making, so they are read from the database.
+    Reversed, ``AlterField`` builds them again, with a plain ``CREATE INDEX``.
+    """
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any,
+                          to_state: Any) -> None:
+        if not _on_postgresql(schema_editor):
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+            return
+        model = from_state.apps.get_model(app_label, self.model_name)
+        column = model._meta.get_field(self.name).column
+        declared = {index.name for index in model._meta.indexes}
+        connection = schema_editor.connection
+        with connection.cursor() as cursor:
+            found = connection.introspection.get_constraints(cursor, model._meta.db_table)
+        for name, info in sorted(found.items()):
+            if (info["index"] and info["columns"] == [column] and not info["unique"]
+                    and not info["primary_key"] and name not in declared):
+                schema_editor.execute(
+                    f"DROP INDEX CONCURRENTLY IF EXISTS {schema_editor.quote_name(name)}")
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any,
+                           to_state: Any) -> None:
+        # AlterField's own backwards is its forwards between the states reversed.
+        super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def describe(self) -> str:
+        return f"Drop the own indexes of {self.model_name}.{self.name}"
 
 
 class AddPostgresIndexConcurrently(Operation):

@@ -59,3 +59,42 @@ def test_0021_moves_each_pauses_search_text_into_its_own_row_and_back():
     assert dict(back.get_model(APP, "Pause").objects.values_list("pk", "search_text")) == {
         **texts, empty: ""}
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes(APP))  # as it was
+
+
+BEFORE_SCOPE_AGENT = [(APP, "0023_run_scope_status_index")]
+SCOPE_AGENT = [(APP, "0024_run_scope_agent_index")]
+
+
+def run_indexes() -> dict[str, list[str]]:
+    """The run table's indexes, by name: their columns."""
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, "symfonic_django_run")
+    return {name: info["columns"] for name, info in found.items()
+            if info["index"] and not info["primary_key"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0024_trades_the_scope_keys_own_indexes_for_one_by_tenant_and_agent_and_back():
+    migrate(BEFORE_SCOPE_AGENT)
+    before = run_indexes()
+    own = sorted(name for name, columns in before.items() if columns == ["scope_key"])
+    # PostgreSQL gives a CharField an index for LIKE beside the one for =.
+    assert len(own) == (2 if connection.vendor == "postgresql" else 1)
+    assert "symfonic_run_scopeagent_idx" not in before
+
+    statements: list[str] = []
+    with connection.execute_wrapper(
+            lambda execute, sql, *rest: statements.append(sql) or execute(sql, *rest)):
+        migrate(SCOPE_AGENT)
+    if connection.vendor == "postgresql":  # neither takes the table's lock for long
+        assert {f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"' for name in own} <= set(statements)
+        assert any(s.startswith("CREATE INDEX CONCURRENTLY") for s in statements)
+    after = run_indexes()
+    assert after["symfonic_run_scopeagent_idx"] == ["scope_key", "agent", "created_at"]
+    assert not [name for name, columns in after.items() if columns == ["scope_key"]]
+    # Nothing else moved: the tenant's other indexes stay.
+    assert set(after) == set(before) - set(own) | {"symfonic_run_scopeagent_idx"}
+
+    migrate(BEFORE_SCOPE_AGENT)  # reversible: the field's own indexes are built again
+    assert sorted(n for n, c in run_indexes().items() if c == ["scope_key"]) == own
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes(APP))  # as it was
