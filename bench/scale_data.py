@@ -43,8 +43,9 @@ reads it.
 
 **The hot paths** (``hot_paths``), each through the app's real code: the
 expiry sweep, the reaper, the requeue, a claim, replay through the events API,
-a reconnect to an ended run over the websocket consumer, the API pause list
-and a cursor page, every admin changelist with its search, each of its
+a reconnect to an ended run over the websocket consumer, the API's pause and
+run lists with a cursor page of each and each filter of the run list, every
+admin changelist with its search, each of its
 filters, a search with a filter, and a deep page, and the reviewers' inbox
 (pending first, another status, its last page), as the superuser and as the
 reviewer of ``BIG_SCOPE`` alone.
@@ -633,18 +634,29 @@ def inbox_paths(client: Any, who: str) -> list[HotPath]:
 
 
 def api_paths(client: Any, who: str, token: str) -> list[HotPath]:
-    """The API pause list's first page, and its fourth reached through ``next``."""
+    """The API's pause and run lists: each first page, its fourth reached through
+    ``next``, and the run list filtered by each of its filters."""
+    from symfonic_django.models import Run
+
     auth = {"HTTP_AUTHORIZATION": f"Token {token}"}
-    url = "/api/symfonic/pauses/"
-    paths = [HotPath(f"API pauses/ first page ({who})", FAST, getter(client, url, **auth))]
-    page = 1
-    while page < 4:  # the fourth page, or the last of a shorter list
-        following = checked_get(client, url, **auth).json()["next"]
-        if following is None:
-            break
-        url, page = following, page + 1
-    paths.append(HotPath(f"API pauses/ 4th page via next ({who})", FAST,
-                         getter(client, url, **auth), detail=f"page {page}"))
+    session = Run.objects.filter(scope_key=BIG_SCOPE).values_list("session_id", flat=True)[0]
+    paths = []
+    for listed in ("pauses", "runs"):
+        url = f"/api/symfonic/{listed}/"
+        paths.append(HotPath(f"API {listed}/ first page ({who})", FAST,
+                             getter(client, url, **auth)))
+        page = 1
+        while page < 4:  # the fourth page, or the last of a shorter list
+            following = checked_get(client, url, **auth).json()["next"]
+            if following is None:
+                break
+            url, page = following, page + 1
+        paths.append(HotPath(f"API {listed}/ 4th page via next ({who})", FAST,
+                             getter(client, url, **auth), detail=f"page {page}"))
+    for query in ("status=queued", "agent=shipping", f"session_id={session}"):
+        paths.append(HotPath(f"API runs/ ?{query.split('=')[0]}= ({who})", FAST,
+                             getter(client, f"/api/symfonic/runs/?{query}", **auth),
+                             detail=query))
     return paths
 
 
