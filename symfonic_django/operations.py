@@ -65,15 +65,25 @@ class DropFieldIndexConcurrently(AlterField):
     (on PostgreSQL a ``CharField`` has two, the second for ``LIKE``). Their names
     are the schema editor's own making, so they are read from the database.
     Reversed, ``AlterField`` builds them again, with a plain ``CREATE INDEX``.
+    Any other change of the field is refused (``ValueError``): on PostgreSQL this
+    alters no column.
     """
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any,
                           to_state: Any) -> None:
+        model = from_state.apps.get_model(app_label, self.model_name)
+        old = model._meta.get_field(self.name)
+        *_, old_args, old_kwargs = old.deconstruct()
+        *_, new_args, new_kwargs = self.field.deconstruct()
+        if not old_kwargs.pop("db_index", False) or (old_args, old_kwargs) != (new_args,
+                                                                              new_kwargs):
+            raise ValueError(f"DropFieldIndexConcurrently drops the db_index of "
+                             f"{self.model_name}.{self.name} and changes nothing else; "
+                             f"use AlterField for {old_kwargs} -> {new_kwargs}.")
         if not _on_postgresql(schema_editor):
             super().database_forwards(app_label, schema_editor, from_state, to_state)
             return
-        model = from_state.apps.get_model(app_label, self.model_name)
-        column = model._meta.get_field(self.name).column
+        column = old.column
         declared = {index.name for index in model._meta.indexes}
         connection = schema_editor.connection
         with connection.cursor() as cursor:

@@ -12,11 +12,12 @@ import uuid
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, models
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from symfonic_django.models import Pause, PauseSearch
+from symfonic_django.operations import DropFieldIndexConcurrently
 
 APP = "symfonic_django"
 BEFORE_SEARCH_TABLE = [(APP, "0020_claimed_by_me_index")]
@@ -98,3 +99,20 @@ def test_0024_trades_the_scope_keys_own_indexes_for_one_by_tenant_and_agent_and_
     migrate(BEFORE_SCOPE_AGENT)  # reversible: the field's own indexes are built again
     assert sorted(n for n, c in run_indexes().items() if c == ["scope_key"]) == own
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes(APP))  # as it was
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("field", [
+    models.CharField(max_length=100, verbose_name="scope key"),  # another change too
+    models.CharField(max_length=200, verbose_name="scope key", db_index=True),  # none
+])
+def test_dropping_a_fields_index_concurrently_refuses_any_other_change(field: Any) -> None:
+    before = MigrationExecutor(connection).loader.project_state(BEFORE_SCOPE_AGENT)
+    after = before.clone()
+    operation = DropFieldIndexConcurrently(model_name="run", name="scope_key", field=field)
+    operation.state_forwards(APP, after)
+    indexes = run_indexes()
+    with connection.schema_editor(atomic=False) as editor, \
+            pytest.raises(ValueError, match="changes nothing else"):
+        operation.database_forwards(APP, editor, before, after)
+    assert run_indexes() == indexes
