@@ -131,13 +131,15 @@ class Result:
     ms: float = 0.0
     sql_ms: float = 0.0
     items: int = 1
+    #: The rows its page showed, for a list page.
+    rows: int | None = None
     plan: str = ""
     detail: str = ""
     error: str = ""
 
 
-def call_once(path: scale_data.HotPath) -> tuple[float, int, QueryLog]:
-    """Prepare, call and clean up ``path``: the call's seconds, the items it handled, and
+def call_once(path: scale_data.HotPath) -> tuple[float, object, QueryLog]:
+    """Prepare, call and clean up ``path``: the call's seconds, what it returned, and
     the queries it made."""
     from django.db import connection
 
@@ -150,7 +152,12 @@ def call_once(path: scale_data.HotPath) -> tuple[float, int, QueryLog]:
         seconds = time.perf_counter() - started
     if path.cleanup:
         path.cleanup()
-    return seconds, int(out) if path.goal == scale_data.EXPIRY else 1, log  # type: ignore[call-overload]
+    return seconds, out, log
+
+
+def handled(path: scale_data.HotPath, out: object) -> int:
+    """The pauses an expiry path's call handled (what it returned); 1 for the others."""
+    return int(out) if path.goal == scale_data.EXPIRY else 1  # type: ignore[call-overload]
 
 
 def flush_writes() -> None:
@@ -173,13 +180,17 @@ def measure(path: scale_data.HotPath, size: int, reps: int) -> Result:
     result = Result(path.name, path.goal, size, detail=path.detail)
     try:
         flush_writes()
-        first, result.items, log = call_once(path)
+        first, out, log = call_once(path)
+        result.items = handled(path, out)
+        if isinstance(out, scale_data.Page):
+            result.rows = out.rows
         if result.items < 1:
             raise RuntimeError("it handled nothing")
         result.queries = len(log.queries) / result.items
         calls, sql = [], []
         for _ in range(reps if first < 0.25 else 3 if first < 1 else 1):
-            seconds, items, timed = call_once(path)
+            seconds, out, timed = call_once(path)
+            items = handled(path, out)
             calls.append(seconds / max(items, 1))
             sql.append(timed.seconds / max(items, 1))
         result.ms = statistics.median(calls) * 1000
@@ -197,8 +208,9 @@ def show(result: Result) -> None:
         return
     unit = "/pause" if result.goal == scale_data.EXPIRY else ""
     detail = f"  ({result.detail})" if result.detail else ""
+    rows = f" {result.rows:4} rows" if result.rows is not None else ""
     print(f"{size}  {result.name:<62} {result.queries:6.1f} q{unit} {result.ms:8.2f} ms{unit} "
-          f"(SQL {result.sql_ms:7.2f})  {result.plan}{detail}", flush=True)
+          f"(SQL {result.sql_ms:7.2f}){rows}  {result.plan}{detail}", flush=True)
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -264,7 +276,11 @@ def verdict(small: Result | None, big: Result) -> str:
             misses.append(f"SQL {big.sql_ms:,.1f} ms ≥ {limit:g}")
     grew = growth(small, big)
     if big.goal != scale_data.SEARCH and grew is not None and grew > GROWTH:
-        misses.append(f"SQL grows {grew:.1f}x > {GROWTH:g}x")
+        held = ""
+        if small is not None and small.rows is not None and small.rows != big.rows:
+            # Said, not excused: the goal is read as the issue writes it.
+            held = f" (its page held {small.rows} rows, then {big.rows})"
+        misses.append(f"SQL grows {grew:.1f}x > {GROWTH:g}x{held}")
     return "ok" if not misses else "✗ " + "; ".join(misses)
 
 
@@ -291,6 +307,8 @@ def report(results: list[Result], elapsed: float) -> None:
         calls = (f"{big.ms / small.ms:.1f}x" if grew is not None and small and big and small.ms
                  else "—")
         grown = f"{calls} ({grew:.1f}x)" if grew is not None else "—"
+        if grew is not None and small and big and small.rows != big.rows:
+            grown += f", rows {small.rows} → {big.rows}"
         plan = judged = "—"
         if big is not None:
             plan = big.error or big.plan

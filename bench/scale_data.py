@@ -552,8 +552,8 @@ class HotPath:
     (due pauses, lapsed leases), and ``cleanup`` (untimed) after it, to leave no
     work behind for other paths (a claimed run is ended). For an ``EXPIRY`` path
     ``call`` returns how many pauses it handled, and the path is judged per
-    pause. ``detail`` says what was asked at this size (the name stays the same
-    at every size).
+    pause; a page's ``call`` returns the ``Page`` it got. ``detail`` says what
+    was asked at this size (the name stays the same at every size).
     """
 
     name: str
@@ -571,9 +571,28 @@ def checked_get(client: Any, url: str, **headers: Any) -> Any:
     return response
 
 
-def getter(client: Any, url: str, **headers: Any) -> Callable[[], None]:
-    def get() -> None:
-        checked_get(client, url, **headers)
+@dataclass(frozen=True)
+class Page:
+    """What a list page showed: ``rows`` items (a list's growth from 10k to 1M is read
+    beside how much more its page held)."""
+
+    rows: int
+
+
+def rows_shown(response: Any) -> int:
+    """The rows a list page shows: an admin changelist's, the inbox's, an API page's."""
+    context = getattr(response, "context_data", None) or {}
+    if "cl" in context:
+        return len(context["cl"].result_list)
+    if "page" in context:
+        return len(context["page"].object_list)
+    body = response.json()
+    return len(body["results"] if isinstance(body, dict) else body)
+
+
+def getter(client: Any, url: str, **headers: Any) -> Callable[[], Page]:
+    def get() -> Page:
+        return Page(rows_shown(checked_get(client, url, **headers)))
 
     return get
 
