@@ -28,8 +28,9 @@ it makes pauses/1000 of the pending pauses due (1,000 at 1M), either each the
 first of its run (its four pending siblings, due a day later, are cancelled
 with it and their run fails: five pauses and a run written per pause counted)
 or every pending pause of a fifth as many runs (a turn's pauses are asked with
-one time to live and expire together), and calls ``expire_due()`` until it
-expires nothing. The reaper and the requeue get 5
+one time to live and expire together), and calls the sweep the beat's task
+runs, ``expire_all_due()``, which takes batches until one expires nothing.
+The reaper and the requeue get 5
 lapsed leases or overdue runs before each call, and are also timed with none.
 
 At the end a markdown table: queries, ms at each size, growth 1M/10k, plan at

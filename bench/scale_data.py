@@ -731,12 +731,6 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
         Pause.objects.filter(run_id__in=runs_due, status="pending").update(
             expires_at=timezone.now() - timedelta(seconds=1))
 
-    def sweep() -> int:
-        expired = 0
-        while done := pause_machine.expire_due():
-            expired += done
-        return expired
-
     def make_lapsed() -> None:
         ids = list(Run.objects.filter(status=RunStatus.RUNNING,
                                       lease_until__gt=timezone.now())[:lapsed]
@@ -776,11 +770,12 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
     events = "/api/symfonic/runs/{}/events/?after={}"
 
     paths = [
-        HotPath("expiry sweep, whole turns due, pauses/1000 (per pause)", EXPIRY, sweep,
-                make_turns_due, f"{max(1, batch // PAUSES_PER_RUN):,} turns of {PAUSES_PER_RUN}"),
+        HotPath("expiry sweep, whole turns due, pauses/1000 (per pause)", EXPIRY,
+                pause_machine.expire_all_due, make_turns_due, f"{max(1, batch // PAUSES_PER_RUN):,} turns of {PAUSES_PER_RUN}"),
         HotPath("expiry sweep, pauses/1000 due, each with 4 pending siblings (per pause)",
-                EXPIRY, sweep, make_due, f"{batch:,} due, {4 * batch:,} siblings cancelled"),
-        HotPath("expiry sweep, none due", FAST, pause_machine.expire_due),
+                EXPIRY, pause_machine.expire_all_due, make_due,
+                f"{batch:,} due, {4 * batch:,} siblings cancelled"),
+        HotPath("expiry sweep, none due", FAST, pause_machine.expire_all_due),
         HotPath(f"reaper, {lapsed} lapsed", FAST, runs.reap_stale_runs, make_lapsed),
         HotPath("reaper, none lapsed", FAST, runs.reap_stale_runs),
         HotPath(f"requeue, {lapsed} overdue", FAST, runs.resend_overdue_runs, make_overdue),

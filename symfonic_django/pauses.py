@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -68,6 +69,12 @@ TIMEOUT_ANSWER = {"timeout": True}
 PENDING = PauseStatus.PENDING
 #: The most approvers a policy may ask for (``Pause.approvals_needed`` is a small integer).
 MAX_APPROVERS = 20
+#: The pauses one expiry transaction takes at most (``expire_due``).
+EXPIRY_BATCH = 500
+#: How long one sweep (``expire_all_due``: the beat's ``expire_pauses``, ``manage.py
+#: symfonic_expire``) goes on taking batches: less than the beat's 30 s, so that a sweep
+#: draining a backlog has ended when the next one is due.
+SWEEP_SECONDS = 20.0
 #: The allowed edges: a pause leaves ``pending`` once, for one of these, and never returns.
 EDGES: dict[str, tuple[str, str]] = {
     "answer": (PENDING, PauseStatus.ANSWERED),
@@ -461,10 +468,29 @@ def expire(pause_id: Any, *, now: datetime | None = None) -> Resolution | None:
     return expired[0] if expired else None
 
 
-def expire_due(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Expire pending pauses whose time is up, up to ``limit``; returns how many it expired."""
+def expire_due(*, now: datetime | None = None, limit: int = EXPIRY_BATCH) -> int:
+    """Expire pending pauses whose time is up, up to ``limit``, in one transaction; returns
+    how many it expired."""
     now = now or timezone.now()
     return len(_expire(Pause.objects.due(now).order_by("expires_at")[:limit], now=now))
+
+
+def expire_all_due(*, seconds: float = SWEEP_SECONDS, batch: int = EXPIRY_BATCH) -> int:
+    """The expiry sweep: ``expire_due`` a batch at a time (each its own transaction, its
+    own ``now``) until a batch finds nothing left to expire or ``seconds`` have passed;
+    returns how many it expired.
+
+    A backlog (the beat was down, thousands of pauses shared a deadline) drains at
+    the sweep's rate, not one batch a beat. Two sweeps at once are harmless: the
+    second waits on the first's row locks and finds those pauses expired.
+    """
+    deadline = time.monotonic() + seconds
+    expired = 0
+    while done := expire_due(limit=batch):
+        expired += done
+        if time.monotonic() >= deadline:
+            break
+    return expired
 
 
 def _expire(candidates: QuerySet[Pause], *, now: datetime) -> list[Resolution]:

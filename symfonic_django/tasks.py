@@ -48,7 +48,7 @@ def run_continuation(run_id: str) -> str:
 
 @shared_task(name="symfonic_django.expire_pauses", **TASK_OPTIONS)
 def expire_pauses() -> int:
-    return pauses.expire_due()
+    return pauses.expire_all_due()
 
 
 @shared_task(name="symfonic_django.reap_stale_runs", **TASK_OPTIONS)

@@ -13,10 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from symfonic_django import pauses
+from symfonic_django import pauses, tasks
 from symfonic_django.events import TurnCompleted
 from symfonic_django.exceptions import PauseExpired
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus, TurnEvent
@@ -141,6 +141,66 @@ def test_symfonic_expire_command_expires_due_pauses(tenants):
     assert out.getvalue().strip() == "expired 1 pause(s)"
     pause.refresh_from_db(), run.refresh_from_db()
     assert pause.status == PauseStatus.EXPIRED and run.status == RunStatus.FAILED
+
+
+def test_the_sweep_drains_a_backlog_a_batch_at_a_time_in_one_call(tenants):
+    """The beat's task expires every due pause, however many batches that takes; a pause
+    not yet due and one already answered are left as they were."""
+    due = [paused_run()[1] for _ in range(5)]
+    _, not_yet = paused_run()
+    _, answered = paused_run()
+    pauses.approve(answered.pk)
+    make_due(*due, answered)
+    untouched = {p.pk: snapshot(p) for p in (not_yet, answered)}
+
+    batches: list[int] = []
+    one_batch = pauses.expire_due
+
+    def counted(**kwargs: Any) -> int:
+        batches.append(one_batch(**kwargs))
+        return batches[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pauses, "expire_due", counted)
+        assert pauses.expire_all_due(batch=2) == 5
+    assert batches == [2, 2, 1, 0]  # it stops at the first batch that finds nothing
+    assert set(Pause.objects.filter(pk__in=[p.pk for p in due])
+               .values_list("status", flat=True)) == {PauseStatus.EXPIRED}
+    assert {pk: snapshot(Pause(pk=pk)) for pk in untouched} == untouched
+    assert tasks.expire_pauses() == 0
+
+
+def test_the_sweep_stops_taking_batches_when_its_time_is_up(tenants):
+    due = [paused_run()[1] for _ in range(3)]
+    make_due(*due)
+    assert pauses.expire_all_due(seconds=0, batch=2) == 2  # the batch it began, no more
+    assert Pause.objects.filter(pk__in=[p.pk for p in due],
+                                status=PauseStatus.PENDING).count() == 1
+    assert tasks.expire_pauses() == 1
+
+
+def test_the_expire_command_drains_every_batch_or_stops_at_its_seconds(tenants):
+    due = [paused_run()[1] for _ in range(3)]
+    make_due(*due)
+    out = io.StringIO()
+    call_command("symfonic_expire", "--seconds", "0", "--batch", "1", stdout=out)
+    assert out.getvalue().strip() == "expired 1 pause(s)"
+    call_command("symfonic_expire", stdout=out)
+    assert out.getvalue().split("\n")[1] == "expired 2 pause(s)"
+    assert not Pause.objects.filter(pk__in=[p.pk for p in due],
+                                    status=PauseStatus.PENDING).exists()
+
+
+@pytest.mark.parametrize("option", [["--batch", "0"], ["--batch", "-3"], ["--seconds", "-1"],
+                                    ["--seconds", "nan"]])
+def test_the_expire_command_refuses_a_bad_batch_or_seconds_and_expires_nothing(tenants,
+                                                                              option):
+    _, due = paused_run()
+    make_due(due)
+    before = snapshot(due)
+    with pytest.raises(CommandError, match="--batch must be 1 or more"):
+        call_command("symfonic_expire", *option, stdout=io.StringIO())
+    assert snapshot(due) == before
 
 
 def lapsed_running_run(worker: str = "worker-that-died") -> Run:
