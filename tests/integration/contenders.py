@@ -160,7 +160,7 @@ def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tupl
     ``approve`` (outcome ``"answered"`` or the refusal code), the expirer calls
     ``expire`` (``"expired"`` when it expired the pause, ``"none"`` when it
     returned None). With ``sweep`` the expirer runs the beat's sweep,
-    ``expire_due()``, instead: ``"expired"`` when the pause is expired after it.
+    ``expire_all_due()``, instead: ``"expired"`` when the pause is expired after it.
     Meeting per trial keeps a slow trial from delaying the next. Reports
     ``(role, [(pause_id, outcome, started, ended)])``.
     """
@@ -191,7 +191,7 @@ def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tupl
                 pauses.approve(pause_id, actor=role)
                 outcome = "answered"
             elif sweep:
-                pauses.expire_due()
+                pauses.expire_all_due()
                 expired = Pause.objects.filter(pk=pause_id, status="expired").exists()
                 outcome = "expired" if expired else "none"
             else:

@@ -46,10 +46,11 @@ def paused_runs_with_one_pause(n: int) -> list[Pause]:
     return created
 
 
-@pytest.mark.parametrize("sweep", [False, True], ids=["expire", "expire_due"])
+@pytest.mark.parametrize("sweep", [False, True], ids=["expire", "expire_all_due"])
 def test_200_expiries_racing_answers_each_end_in_exactly_one_outcome(sweep: bool):
-    """``expire(pause)`` for one pause, or the beat's batch sweep ``expire_due()``: the
-    same transaction either way, racing ``approve`` through the same guard."""
+    """``expire(pause)`` for one pause, or the beat's sweep ``expire_all_due()`` (batches
+    of ``expire_due()``): the same transaction either way, racing ``approve`` through the
+    same guard."""
     trials = paused_runs_with_one_pause(TRIALS)
     rng = random.Random(20261129)
     answerer_plan = [(str(p.pk), rng.uniform(-ANSWER_EARLY, ANSWER_LATE)) for p in trials]
