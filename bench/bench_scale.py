@@ -30,8 +30,8 @@ with it and their run fails: five pauses and a run written per pause counted)
 or every pending pause of a fifth as many runs (a turn's pauses are asked with
 one time to live and expire together), and calls the sweep the beat's task
 runs, ``expire_all_due()``, which takes batches until one expires nothing.
-The reaper and the requeue get 5
-lapsed leases or overdue runs before each call, and are also timed with none.
+The reaper and the requeue get 5 lapsed leases or overdue runs before each
+call, and are also timed with none.
 
 At the end a markdown table: queries, ms at each size, growth 1M/10k, plan at
 1M, and issue 11's goals at 1M: every hot path under 20 ms except search

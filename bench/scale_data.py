@@ -771,7 +771,8 @@ def hot_paths(people: People, pauses: int) -> list[HotPath]:
 
     paths = [
         HotPath("expiry sweep, whole turns due, pauses/1000 (per pause)", EXPIRY,
-                pause_machine.expire_all_due, make_turns_due, f"{max(1, batch // PAUSES_PER_RUN):,} turns of {PAUSES_PER_RUN}"),
+                pause_machine.expire_all_due, make_turns_due,
+                f"{max(1, batch // PAUSES_PER_RUN):,} turns of {PAUSES_PER_RUN}"),
         HotPath("expiry sweep, pauses/1000 due, each with 4 pending siblings (per pause)",
                 EXPIRY, pause_machine.expire_all_due, make_due,
                 f"{batch:,} due, {4 * batch:,} siblings cancelled"),
