@@ -28,11 +28,11 @@ CLAIM = """
            lease_until = now() + interval '60 seconds', epoch = epoch + 1,
            updated_at = now()
      WHERE id = %s AND status = 'queued'
- RETURNING agent, resumed_from_id
+ RETURNING agent, resumed_from_id, scope_key
 """
 EVENT = """
-    INSERT INTO symfonic_django_turnevent (run_id, seq, type, data, created_at)
-    VALUES (%s, %s, %s, %s, now())
+    INSERT INTO symfonic_django_turnevent (run_id, seq, type, data, scope_key, created_at)
+    VALUES (%s, %s, %s, %s, %s, now())
 """
 FINISH = """
     UPDATE symfonic_django_run
@@ -49,11 +49,12 @@ def baseline_continuation(run_id: str) -> str:
         row = cursor.fetchone()
         if row is None:
             return "skipped"
-        agent, resumed_from = row
+        agent, resumed_from, scope_key = row
         started = {"agent": agent, "resumed_from_pause": str(resumed_from)}
-        cursor.execute(EVENT, [run_id, 1, "turn.started", json.dumps(started)])
+        cursor.execute(EVENT, [run_id, 1, "turn.started", json.dumps(started), scope_key])
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(EVENT, [run_id, 2, "turn.completed", json.dumps({"output": "noop"})])
+        cursor.execute(EVENT, [run_id, 2, "turn.completed", json.dumps({"output": "noop"}),
+                               scope_key])
         cursor.execute(FINISH, [json.dumps("noop"), run_id, WORKER])
     return "completed"
 

@@ -100,7 +100,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="timed rounds per side")
     parser.add_argument("--default-dispatch", action="store_true",
                         help="baseline consumer keeps Channels' per-message database hop")
+    parser.add_argument("--quick", action="store_true",
+                        help="5 watchers of 50 events: proves the benchmark runs to its end (make test runs it); its figures mean nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.watchers, args.events, args.rounds = 5, 50, 1
 
     with ws_stack() as (stack, bare_port, log_dir):
         return measure(args, stack, bare_port, log_dir)

@@ -123,7 +123,11 @@ def main() -> int:
     parser.add_argument("--fresh-connections", action="store_true",
                         help="a new database connection per task and per socket "
                              "(no pool, CELERY_DB_REUSE_MAX=0), for comparison")
+    parser.add_argument("--quick", action="store_true",
+                        help="3 samples per side: proves the benchmark runs to its end (make test runs it); its figures mean nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.n = 3
 
     with ws_stack(persistent=not args.fresh_connections) as (stack, bare_port, _):
         return measure(args, stack, bare_port)
