@@ -11,10 +11,19 @@ PORT ?= 8000
 
 .PHONY: install install312 services chromium test install-check demo smoke bench lint clean
 
+# The app with its extras, and the dependency group the target needs (pip >= 25.1 reads
+# [dependency-groups]; the first step brings it): `demo` is the server and the URL parser,
+# `dev` everything the tests, linters and benchmarks use.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[redis,postgres,langgraph]" --group dev
+	touch $(VENV)/.demo-installed $@
+
+$(VENV)/.demo-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[langgraph]" --group demo
 	touch $@
 
 install: $(VENV)/.installed
@@ -44,7 +53,7 @@ install-check: install services
 
 # The demo runs with DEBUG on and the built-in (public) key; nothing else does.
 demo: export SYMFONIC_DEMO = 1
-demo: install
+demo: $(VENV)/.demo-installed
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py seed_demo --pauses 3 --showcase > .demo-seed.txt
 	@echo
@@ -58,7 +67,7 @@ demo: install
 # Its own database, so a smoke run never leaves its answered pause in the demo's.
 smoke: export SYMFONIC_DEMO = 1
 smoke: export SQLITE_PATH = smoke.sqlite3
-smoke: install
+smoke: $(VENV)/.demo-installed
 	rm -f smoke.sqlite3
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --smoke
