@@ -11,10 +11,14 @@
 #
 # The real-process suites run once, on the deployment's base (PostgreSQL, Django 5.2 LTS):
 # they test processes and the database, not Django's version, and they are most of the time.
+#
+# Overrides (README, "What make test runs"): PG_URL (the database the PostgreSQL legs'
+# test databases are named after), REDIS_URL (the Redis database the tests flush and use),
+# CHROMIUM (the browser the browser tests drive).
 set -u
 cd "$(dirname "$0")/.."
 PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432/symfonic}
-REDIS_URL_TEST=${REDIS_URL_TEST:-redis://127.0.0.1:6379/9}
+REDIS_URL_TEST=${REDIS_URL:-redis://127.0.0.1:6379/9}
 mkdir -p artifacts
 status=0
 legs=()
@@ -25,7 +29,9 @@ run_leg() {  # name python database_url markers [pytest args...]
   echo
   echo "=== leg: $name (-m \"$markers\" $*) ==="
   local started=$SECONDS
-  env DATABASE_URL="$db" SYMFONIC_TEST_REDIS_URL="$REDIS_URL_TEST" \
+  # REDIS_URL is the tests' Redis, not the example's channel layer: the suite's settings
+  # choose their layers themselves.
+  env -u REDIS_URL DATABASE_URL="$db" SYMFONIC_TEST_REDIS_URL="$REDIS_URL_TEST" \
     "$py" -m pytest -p no:cacheprovider -m "$markers" --junitxml="artifacts/junit-$name.xml" "$@"
   local rc=$?
   # pytest exits 5 when it collected nothing: that is a failure here, never a pass.

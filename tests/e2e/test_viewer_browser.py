@@ -27,7 +27,8 @@ from .stack import Stack, wait_for
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
               pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
+#: Debian's Chromium unless CHROMIUM names another (scripts/chromium.sh).
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
