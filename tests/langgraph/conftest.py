@@ -9,6 +9,8 @@ import pytest
 
 from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, TurnEvent
 from symfonic_django.runs import start_run
+from symfonic_django.scopes import scope_key
+from symfonic_django.threads import checkpoint_thread_id
 from symfonic_django.turns import execute_run
 
 from .graphs import AGENTS, CALLS, FAIL_ONCE
@@ -49,11 +51,18 @@ def types_of(run: Run) -> list[str]:
     return [kind for kind, _ in events_of(run)]
 
 
-def thread_rows(thread_id: str) -> tuple[list[Any], list[Any]]:
-    """Every checkpoint and pending write of a thread: what "the thread is unchanged" compares."""
-    checkpoints = list(GraphCheckpoint.objects.filter(thread_id=thread_id).order_by(
+def checkpoint_key(thread_id: str, scope: str = "acme") -> str:
+    """The key the checkpointer holds the caller's ``thread_id`` of ``scope`` under."""
+    return checkpoint_thread_id(scope_key(scope), thread_id)
+
+
+def thread_rows(thread_id: str, scope: str = "acme") -> tuple[list[Any], list[Any]]:
+    """Every checkpoint and pending write of a scope's thread: what "the thread is unchanged"
+    compares."""
+    key = checkpoint_key(thread_id, scope)
+    checkpoints = list(GraphCheckpoint.objects.filter(thread_id=key).order_by(
         "checkpoint_ns", "checkpoint_id").values_list("checkpoint_ns", "checkpoint_id"))
-    writes = list(GraphCheckpointWrite.objects.filter(thread_id=thread_id).order_by(
+    writes = list(GraphCheckpointWrite.objects.filter(thread_id=key).order_by(
         "checkpoint_ns", "checkpoint_id", "task_id", "idx").values_list(
             "checkpoint_id", "task_id", "idx", "channel", "value"))
     return checkpoints, [(*w[:4], bytes(w[4])) for w in writes]
