@@ -3,9 +3,14 @@ turn leaves behind (its pauses, its events, the thread's rows on the checkpoint 
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
+from django.db import connection
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.conninfo import make_conninfo
 
 from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, TurnEvent
 from symfonic_django.runs import start_run
@@ -66,3 +71,31 @@ def thread_rows(thread_id: str, scope: str = "acme") -> tuple[list[Any], list[An
         "checkpoint_ns", "checkpoint_id", "task_id", "idx").values_list(
             "checkpoint_id", "task_id", "idx", "channel", "value"))
     return checkpoints, [(*w[:4], bytes(w[4])) for w in writes]
+
+
+# --- a checkpointer of the deployment's own: AsyncPostgresSaver on the test database ------
+
+def database_conninfo() -> str:
+    """The psycopg conninfo of the database the tests run on (the test database)."""
+    given = connection.settings_dict
+    parts = {"dbname": given["NAME"], "user": given["USER"], "password": given["PASSWORD"],
+             "host": given["HOST"], "port": str(given["PORT"] or "")}
+    return make_conninfo("", **{key: value for key, value in parts.items() if value})
+
+
+def postgres_saver() -> AbstractAsyncContextManager[AsyncPostgresSaver]:
+    # from_conn_string connects with autocommit=True and prepare_threshold=0, as the
+    # saver's docs require of a connection given to it.
+    return AsyncPostgresSaver.from_conn_string(database_conninfo())
+
+
+@pytest.fixture(scope="module")
+def postgres_saver_tables(django_db_setup: Any, django_db_blocker: Any) -> None:
+    """The saver's tables in the test database, made once (``setup()``), as a deployment does."""
+    async def setup() -> None:
+        async with postgres_saver() as saver:
+            await saver.setup()
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            asyncio.run(setup())
