@@ -23,6 +23,7 @@ from symfonic_django import pauses
 from symfonic_django.agents.langgraph import langgraph_agent
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, RunStatus
+from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
 
 from ..conftest import snapshot
@@ -217,3 +218,14 @@ def test_an_own_async_postgres_saver_keeps_two_tenants_threads_apart(postgres_sa
     both_tenants_answer_the_same_thread_id("lg_postgres", thread_id)
     assert keys_on_postgres_saver(thread_id) == {checkpoint_key(thread_id, "acme"),
                                                  checkpoint_key(thread_id, "globex")}
+
+
+def test_the_run_list_by_thread_or_session_id_gives_the_callers_scope_alone(clients):
+    mine = start_run("lg_questions", {"ask": False}, scope="acme", thread_id=THREAD,
+                     session_id="S", dispatch=False)
+    theirs = start_run("lg_questions", {"ask": False}, scope="globex", thread_id=THREAD,
+                       session_id="S", dispatch=False)
+    for name, run in (("alice", mine), ("bob", theirs)):
+        for query in (f"thread_id={THREAD}", "session_id=S"):
+            listed = clients[name].get(f"{API}runs/?{query}").json()["results"]
+            assert [r["id"] for r in listed] == [str(run.pk)], (name, query)
