@@ -114,8 +114,8 @@ from ..turns import current_turn, request_pause
 from .base import Continuation, TurnContext
 
 __all__ = ["Checkpointer", "LangGraphAgent", "LangGraphAgentFactory", "PauseRequest",
-           "STRICT_RESUME", "SaverFactory", "ThreadPaused", "Transcript", "caller_thread_id",
-           "langgraph_agent", "last_message_text", "pause_request", "refusal_message", "resume_value"]
+           "STRICT_RESUME", "SaverFactory", "ThreadPaused", "Transcript", "langgraph_agent",
+           "last_message_text", "pause_request", "refusal_message", "resume_value"]
 
 #: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
 #: ``UnknownInterruptError`` instead of being ignored (or landing on the node's next
@@ -497,7 +497,7 @@ class LangGraphAgent:
         # turn writes: a turn run again (a retried run) sees it drove the thread already
         # (_ran_before), and the saver's delete_for_runs takes the app's run ids.
         return {"configurable": {"thread_id": checkpoint_thread_id(run.scope_key,
-                                                                   caller_thread_id(run))},
+                                                                   _caller_thread_id(run))},
                 "metadata": {"run_id": str(run.pk)}}
 
     async def _drive(self, graph: Pregel[Any, Any, Any, Any], graph_input: Any,
@@ -528,7 +528,7 @@ class LangGraphAgent:
         """One pause per interrupt, keyed by the interrupt's id."""
         turn = current_turn()
         binding = partial(current_run_binding, session_id=run.session_id,
-                          thread_id=caller_thread_id(run),
+                          thread_id=_caller_thread_id(run),
                           checkpoint_id=state.config["configurable"].get("checkpoint_id"))
         for interrupt in state.interrupts:
             request = pause_request(interrupt, self.args_schemas)
@@ -650,12 +650,12 @@ def _refuse_if_answers_awaited(state: StateSnapshot, run: Run) -> None:
     ).order_by("created_at").values_list("pk", flat=True)]
     if awaited:
         raise ThreadPaused(
-            f"Thread {caller_thread_id(run)} is paused on run "
+            f"Thread {_caller_thread_id(run)} is paused on run "
             f"{paused_run}, which waits for pause(s) {', '.join(awaited)}: answer or cancel "
             "them before starting another run on the thread (a new run would drop them).")
 
 
-def caller_thread_id(run: Run) -> str:
+def _caller_thread_id(run: Run) -> str:
     """The run's thread as its caller names it: its ``thread_id``, or its root run's id."""
     return run.thread_id or run.root_run_id
 
