@@ -40,6 +40,7 @@ from .models import (
     RunStatus,
     TurnEvent,
 )
+from .threads import checkpoint_thread_id, split_checkpoint_thread_id
 
 #: Runs whose events nobody will append to or wait for. A ``paused`` run is not
 #: one of them: its answer starts a new run, but its own events are what a
@@ -157,26 +158,31 @@ def prune_idle_graph_threads(cutoff: datetime, batch: int, *, dry_run: bool = Fa
 def idle_graph_threads(thread_ids: Sequence[str], cutoff: datetime) -> list[str]:
     """Those of ``thread_ids`` whose every run is done with the thread since before ``cutoff``.
 
-    A run's thread is the one the LangGraph adapter drives it on: its
-    ``thread_id``, or its root run's id when it has none. A run is done with
-    it when it finished (completed or failed) before ``cutoff``, or paused and
-    was continued: a paused run stays ``paused`` once answered, and its
-    continuation, a run on the same thread, says whether the thread is idle.
-    A thread no run names is not idle: the app cannot tell who uses it.
+    ``thread_ids`` are checkpointer keys (``threads.checkpoint_thread_id``). A
+    run's thread is the one the LangGraph adapter drives it on: its
+    ``thread_id``, or its root run's id when it has none, inside its scope. A
+    run is done with it when it finished (completed or failed) before
+    ``cutoff``, or paused and was continued: a paused run stays ``paused``
+    once answered, and its continuation, a run on the same thread, says
+    whether the thread is idle. A thread no run names is not idle: the app
+    cannot tell who uses it.
     """
-    run_ids = [thread_id for thread_id in thread_ids if _is_uuid(thread_id)]
+    named = [split for key in thread_ids if (split := split_checkpoint_thread_id(key))]
+    callers = sorted({thread_id for _digest, thread_id in named})
+    run_ids = [thread_id for thread_id in callers if _is_uuid(thread_id)]
     runs = Run.objects.filter(
-        Q(thread_id__in=thread_ids)
+        Q(thread_id__in=callers)
         | Q(thread_id="", root_id__in=run_ids)
         | Q(thread_id="", root__isnull=True, pk__in=run_ids),
     ).annotate(
         continued=Exists(Run.objects.filter(parent=OuterRef("pk"))),
-    ).values_list("thread_id", "root_id", "pk", "status", "finished_at", "continued")
+    ).values_list("scope_key", "thread_id", "root_id", "pk", "status", "finished_at",
+                  "continued")
     idle: dict[str, bool] = defaultdict(lambda: True)
-    for thread_id, root_id, pk, status, finished_at, continued in runs:
+    for scope_key, thread_id, root_id, pk, status, finished_at, continued in runs:
         finished = status in FINISHED and finished_at is not None and finished_at < cutoff
-        idle[thread_id or str(root_id or pk)] &= finished or (
-            status == RunStatus.PAUSED and continued)
+        key = checkpoint_thread_id(scope_key, thread_id or str(root_id or pk))
+        idle[key] &= finished or (status == RunStatus.PAUSED and continued)
     return [thread for thread in thread_ids if idle.get(thread, False)]
 
 

@@ -20,6 +20,7 @@ from symfonic_django.models import (
     TurnEvent,
 )
 from symfonic_django.retention import PruneResult, prune
+from symfonic_django.threads import checkpoint_thread_id
 
 pytestmark = pytest.mark.django_db
 
@@ -273,19 +274,25 @@ def test_the_command_refuses_a_batch_below_one() -> None:
 # --- LangGraph checkpoints of idle threads --------------------------------------------
 
 def run_on_thread(status: str, finished_at: datetime | None, *, thread_id: str = "",
-                  root: Run | None = None, parent: Run | None = None) -> Run:
+                  root: Run | None = None, parent: Run | None = None,
+                  scope: str = "acme") -> Run:
     """A run as the app makes them: a top-level run is its own root, a continuation
     shares its root's; the LangGraph adapter drives it on ``thread_id`` or the root's id."""
-    run = Run(agent="graph", scope_key="acme", status=status, finished_at=finished_at,
+    run = Run(agent="graph", scope_key=scope, status=status, finished_at=finished_at,
               thread_id=thread_id, parent=parent)
     run.root_id = root.pk if root is not None else run.pk
     run.save(force_insert=True)
     return run
 
 
-def stored_thread(thread_id: str, *, checkpoints: int = 2, writes: int = 1) -> None:
-    """``checkpoints`` checkpoints of ``thread_id`` (one in a subgraph's namespace), and
-    ``writes`` pending writes after the last one."""
+def stored_thread(thread_id: str, *, checkpoints: int = 2, writes: int = 1,
+                  scope: str | None = "acme") -> None:
+    """``checkpoints`` checkpoints of ``thread_id`` of ``scope`` (one in a subgraph's
+    namespace), and ``writes`` pending writes after the last one. The rows are stored under
+    the key the adapter gives the thread; with no scope, under ``thread_id`` as it is (a
+    graph driven outside the app)."""
+    if scope is not None:
+        thread_id = checkpoint_thread_id(scope, thread_id)
     GraphCheckpoint.objects.bulk_create(
         GraphCheckpoint(thread_id=thread_id, checkpoint_ns="" if n else "inner:1",
                         checkpoint_id=f"c{n}", checkpoint_type="msgpack", checkpoint=b"{}")
@@ -298,12 +305,21 @@ def stored_thread(thread_id: str, *, checkpoints: int = 2, writes: int = 1) -> N
 
 
 def stored_threads() -> dict[str, tuple[int, int]]:
-    """Each stored thread's count of checkpoints and of pending writes."""
+    """Each stored thread's count of checkpoints and of pending writes, by its name: an acme
+    thread's caller id, another scope's as ``scope/id``, a key the app never made as it is."""
     threads = set(GraphCheckpoint.objects.values_list("thread_id", flat=True)) | set(
         GraphCheckpointWrite.objects.values_list("thread_id", flat=True))
-    return {thread: (GraphCheckpoint.objects.filter(thread_id=thread).count(),
-                     GraphCheckpointWrite.objects.filter(thread_id=thread).count())
+    return {_name(thread): (GraphCheckpoint.objects.filter(thread_id=thread).count(),
+                            GraphCheckpointWrite.objects.filter(thread_id=thread).count())
             for thread in sorted(threads)}
+
+
+def _name(key: str) -> str:
+    for scope in ("acme", "globex"):
+        if key.startswith(prefix := checkpoint_thread_id(scope, "")):
+            return key.removeprefix(prefix) if scope == "acme" else f"{scope}/" + (
+                key.removeprefix(prefix))
+    return key
 
 
 def test_checkpoints_of_threads_whose_every_run_finished_before_the_retention_go(
@@ -360,12 +376,32 @@ def test_a_thread_no_run_names_keeps_its_checkpoints(event_retention: None) -> N
     # A graph driven outside the app on the same saver: the app cannot tell who uses it.
     run_on_thread(RunStatus.COMPLETED, timezone.now() - 30 * DAY, thread_id="ours")
     stored_thread("ours")
+    stored_thread("ours", scope=None)  # the caller's name alone: not the app's key
     stored_thread("someone-elses")
     stored_thread("8d1c64a4-0d0e-4b4e-9f4c-6a0f6b0c1d2e")  # a run id the app never issued
 
     assert prune(now=timezone.now()).checkpoints == 3
 
-    assert set(stored_threads()) == {"someone-elses", "8d1c64a4-0d0e-4b4e-9f4c-6a0f6b0c1d2e"}
+    assert set(stored_threads()) == {"ours", "someone-elses",
+                                     "8d1c64a4-0d0e-4b4e-9f4c-6a0f6b0c1d2e"}
+
+
+def test_a_thread_is_idle_by_its_own_scopes_runs_only(event_retention: None) -> None:
+    now = timezone.now()
+    # acme's "chat" is long done; globex's "chat" is another thread, and no run of globex's
+    # names it, so the app cannot tell who uses it: it stays.
+    run_on_thread(RunStatus.COMPLETED, now - 30 * DAY, thread_id="chat")
+    stored_thread("chat")
+    stored_thread("chat", scope="globex")
+    # acme's "live" has a running run; globex's "live" belongs to a run long done.
+    run_on_thread(RunStatus.RUNNING, None, thread_id="live")
+    stored_thread("live")
+    run_on_thread(RunStatus.COMPLETED, now - 30 * DAY, thread_id="live", scope="globex")
+    stored_thread("live", scope="globex")
+
+    assert prune(now=now).checkpoints == 3 + 3
+
+    assert stored_threads() == {"globex/chat": (2, 1), "live": (2, 1)}
 
 
 def test_checkpoints_are_kept_without_event_retention_or_with_events_false(

@@ -15,14 +15,17 @@ A ``create_agent`` agent behind the app::
     # SYMFONIC["AGENTS"]["refund_graph"] = "myproject.agents.refund_graph"
 
 **A turn** streams the graph on the run's thread (the run's ``thread_id``, or
-its root run's id), on the checkpointer given here or the graph's own (see
-"The checkpointer" below). Each
+its root run's id, inside the run's scope: the checkpointer's key is
+``threads.checkpoint_thread_id(scope key, thread)``, so two scopes that use
+the same ``thread_id`` never share a checkpoint), on the checkpointer given
+here or the graph's own (see "The checkpointer" below). Each
 interrupt the graph is left with becomes one pause, whose idempotency key is
 the interrupt's id: a re-executed turn gets its pauses back, and the
 continuation knows which answer goes to which interrupt. A new run on a thread
-still paused on another run's pauses is refused before the graph is touched
-(``ThreadPaused``, code ``thread_paused``): LangGraph would drop the pending
-interrupts those pauses answer. The prompt:
+still paused on another run's pauses (of its scope: no other scope reaches
+the thread) is refused before the graph is touched (``ThreadPaused``, code
+``thread_paused``): LangGraph would drop the pending interrupts those pauses
+answer. The prompt:
 
 - a ``HITLRequest`` (``HumanInTheLoopMiddleware``, batched) is the approval as it is;
 - a per-call ``{"type": "tool_approval", ...}`` is a one-action approval, its
@@ -106,6 +109,7 @@ from ..exceptions import (
 )
 from ..models import Pause, PauseKind, PauseStatus, Run, RunStatus
 from ..pauses import TIMEOUT_ANSWER
+from ..threads import checkpoint_thread_id
 from ..turns import current_turn, request_pause
 from .base import Continuation, TurnContext
 
@@ -440,7 +444,7 @@ class LangGraphAgent:
             graph_input = None
             if not _ran_before(state, context.run):
                 try:
-                    await sync_to_async(_refuse_if_answers_awaited)(state)
+                    await sync_to_async(_refuse_if_answers_awaited)(state, context.run)
                 except ThreadPaused as refusal:
                     yield TurnFailed(code=refusal.code, message=refusal.detail)
                     return
@@ -488,10 +492,12 @@ class LangGraphAgent:
     # -- driving the graph --
 
     def _config(self, run: Run) -> RunnableConfig:
-        # The run id goes into the metadata of each checkpoint the turn writes: a turn run
-        # again (a retried run) sees it drove the thread already (_ran_before), and the
-        # saver's delete_for_runs takes the app's run ids.
-        return {"configurable": {"thread_id": run.thread_id or run.root_run_id},
+        # The checkpointer's thread is the caller's, inside the run's scope (threads.py): two
+        # scopes' "T" never meet. The run id goes into the metadata of each checkpoint the
+        # turn writes: a turn run again (a retried run) sees it drove the thread already
+        # (_ran_before), and the saver's delete_for_runs takes the app's run ids.
+        return {"configurable": {"thread_id": checkpoint_thread_id(run.scope_key,
+                                                                   _caller_thread_id(run))},
                 "metadata": {"run_id": str(run.pk)}}
 
     async def _drive(self, graph: Pregel[Any, Any, Any, Any], graph_input: Any,
@@ -522,7 +528,7 @@ class LangGraphAgent:
         """One pause per interrupt, keyed by the interrupt's id."""
         turn = current_turn()
         binding = partial(current_run_binding, session_id=run.session_id,
-                          thread_id=state.config["configurable"]["thread_id"],
+                          thread_id=_caller_thread_id(run),
                           checkpoint_id=state.config["configurable"].get("checkpoint_id"))
         for interrupt in state.interrupts:
             request = pause_request(interrupt, self.args_schemas)
@@ -616,14 +622,17 @@ def refusal_message(refusal: ResumeRefused) -> str:
     return f"{refusal.reason}: {refusal.detail}"
 
 
-def _refuse_if_answers_awaited(state: StateSnapshot) -> None:
+def _refuse_if_answers_awaited(state: StateSnapshot, run: Run) -> None:
     """Raise ``ThreadPaused`` if the thread's pending interrupts are pauses that will resume it.
 
-    They are the pauses of the run that wrote the thread's latest checkpoint
-    (its metadata names it) asking those interrupts, still pending, or answered
-    with a continuation yet to run. Interrupts with no such pause (cancelled,
-    expired, their run failed; or a thread driven outside the app) hold nothing
-    back: the new run takes the thread, as LangGraph would.
+    They are the pauses of ``run``'s scope, of the run that wrote the thread's
+    latest checkpoint (its metadata names it), asking those interrupts, still
+    pending, or answered with a continuation yet to run. Interrupts with no
+    such pause (cancelled, expired, their run failed; or a thread driven
+    outside the app) hold nothing back: the new run takes the thread, as
+    LangGraph would. The thread is the scope's own (``_config``), and the
+    pauses are looked up in the scope too, so a refusal never names another
+    scope's run or pauses.
     """
     if not state.interrupts:
         return
@@ -632,7 +641,8 @@ def _refuse_if_answers_awaited(state: StateSnapshot) -> None:
     except ValueError:
         return
     awaited = [str(pk) for pk in Pause.objects.filter(
-        run_id=paused_run, idempotency_key__in=[i.id for i in state.interrupts],
+        run_id=paused_run, run__scope_key=run.scope_key,
+        idempotency_key__in=[i.id for i in state.interrupts],
     ).filter(
         Q(status=PauseStatus.PENDING)
         | Q(status=PauseStatus.ANSWERED,
@@ -640,9 +650,14 @@ def _refuse_if_answers_awaited(state: StateSnapshot) -> None:
     ).order_by("created_at").values_list("pk", flat=True)]
     if awaited:
         raise ThreadPaused(
-            f"Thread {state.config['configurable']['thread_id']} is paused on run "
+            f"Thread {_caller_thread_id(run)} is paused on run "
             f"{paused_run}, which waits for pause(s) {', '.join(awaited)}: answer or cancel "
             "them before starting another run on the thread (a new run would drop them).")
+
+
+def _caller_thread_id(run: Run) -> str:
+    """The run's thread as its caller names it: its ``thread_id``, or its root run's id."""
+    return run.thread_id or run.root_run_id
 
 
 def _ran_before(state: StateSnapshot, run: Run) -> bool:

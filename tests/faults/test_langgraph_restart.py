@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from example_project.shop.models import Refund
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import GraphCheckpoint, Pause, PauseStatus, Run, RunStatus
+from symfonic_django.threads import checkpoint_thread_id
 
 from ..e2e.conftest import running_stack
 from ..e2e.stack import Stack, wait_for
@@ -55,8 +56,9 @@ def alice_token(tenants: Any) -> str:
 
 
 def checkpoints(thread_id: str) -> list[dict[str, Any]]:
-    """The thread's checkpoints, oldest first, with the bytes each one stores."""
-    rows = GraphCheckpoint.objects.filter(thread_id=thread_id, checkpoint_ns="").order_by(
+    """The acme thread's checkpoints, oldest first, with the bytes each one stores."""
+    rows = GraphCheckpoint.objects.filter(thread_id=checkpoint_thread_id("acme", thread_id),
+                                          checkpoint_ns="").order_by(
         "checkpoint_id").values("checkpoint_id", "parent_checkpoint_id", "run_id", "metadata",
                                 "checkpoint")
     return [{**row, "checkpoint": bytes(row["checkpoint"])} for row in rows]
@@ -132,7 +134,8 @@ def test_a_paused_graph_survives_a_restart_of_every_process_and_resumes_where_it
 
     # The conversation as the graph keeps it: the request, the model's calls, their three
     # answers, then the confirmation; the model was asked once for each of its turns.
-    saved = DjangoSaver().get_tuple({"configurable": {"thread_id": run_id}})
+    saved = DjangoSaver().get_tuple(
+        {"configurable": {"thread_id": checkpoint_thread_id("acme", run_id)}})
     assert saved is not None
     messages = saved.checkpoint["channel_values"]["messages"]
     assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, ToolMessage,

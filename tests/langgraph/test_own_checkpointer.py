@@ -5,56 +5,34 @@ it was made in, and each turn runs on a loop of its own)."""
 
 from __future__ import annotations
 
-import asyncio
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
 from django.db import connection
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg.conninfo import make_conninfo
 
 from symfonic_django import pauses
 from symfonic_django.agents.langgraph import LangGraphAgent, langgraph_agent
 from symfonic_django.exceptions import InteractionConfigurationError
 from symfonic_django.models import GraphCheckpoint, RunStatus
 
-from .conftest import continue_run, events_of, pauses_of, run_turn
+from .conftest import (
+    checkpoint_key,
+    continue_run,
+    database_conninfo,
+    events_of,
+    pauses_of,
+    postgres_saver,
+    run_turn,
+)
 from .graphs import CALLS, questions_graph
 
 pytestmark = pytest.mark.django_db
 
 
-def database_conninfo() -> str:
-    """The psycopg conninfo of the database the tests run on (the test database)."""
-    given = connection.settings_dict
-    parts = {"dbname": given["NAME"], "user": given["USER"], "password": given["PASSWORD"],
-             "host": given["HOST"], "port": str(given["PORT"] or "")}
-    return make_conninfo("", **{key: value for key, value in parts.items() if value})
-
-
-def postgres_saver() -> AbstractAsyncContextManager[AsyncPostgresSaver]:
-    # from_conn_string connects with autocommit=True and prepare_threshold=0, as the
-    # saver's docs require of a connection given to it.
-    return AsyncPostgresSaver.from_conn_string(database_conninfo())
-
-
 postgres_questions_agent = langgraph_agent(lambda scope: questions_graph(),
                                            checkpointer=postgres_saver)
-
-
-@pytest.fixture(scope="module")
-def postgres_saver_tables(django_db_setup: Any, django_db_blocker: Any) -> None:
-    """The saver's tables in the test database, made once (``setup()``), as a deployment does."""
-    async def setup() -> None:
-        async with postgres_saver() as saver:
-            await saver.setup()
-
-    with django_db_blocker.unblock():
-        if connection.vendor == "postgresql":
-            asyncio.run(setup())
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +57,7 @@ def test_an_async_postgres_saver_made_for_each_turn_pauses_and_resumes_the_graph
     [first] = pauses_of(run)
     assert first.prompt == {"question": "Which order?"}
     # The graph state is on the postgres saver's tables, not the app's.
-    assert checkpoints_on_postgres_saver(str(run.pk)) > 0
+    assert checkpoints_on_postgres_saver(checkpoint_key(str(run.pk))) > 0
     assert not GraphCheckpoint.objects.exists()
 
     # Each continuation is a turn of its own, on an event loop of its own, with a saver

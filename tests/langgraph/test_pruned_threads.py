@@ -14,7 +14,7 @@ from symfonic_django import pauses
 from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Run, RunStatus
 from symfonic_django.retention import prune
 
-from .conftest import continue_run, pauses_of, run_turn
+from .conftest import checkpoint_key, continue_run, pauses_of, run_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +27,9 @@ def event_retention(settings: Any) -> None:
 
 
 def stored(thread_id: str) -> int:
-    return (GraphCheckpoint.objects.filter(thread_id=thread_id).count()
-            + GraphCheckpointWrite.objects.filter(thread_id=thread_id).count())
+    key = checkpoint_key(thread_id)
+    return (GraphCheckpoint.objects.filter(thread_id=key).count()
+            + GraphCheckpointWrite.objects.filter(thread_id=key).count())
 
 
 def test_the_threads_of_runs_done_before_the_retention_go_and_a_paused_one_stays(

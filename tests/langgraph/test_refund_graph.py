@@ -40,7 +40,7 @@ from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
 
 from ..conftest import snapshot
-from .conftest import continue_run, events_of, pauses_of, run_turn, thread_rows
+from .conftest import checkpoint_key, continue_run, events_of, pauses_of, run_turn, thread_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -112,8 +112,8 @@ def test_three_refunds_are_one_approval_with_an_action_each_held_to_the_refund_s
     kinds = [kind for kind, _ in events_of(run)]
     assert kinds[-2:] == ["pause.requested", "turn.paused"]
     assert kinds.count("tool.started") == 3 and "tool.completed" not in kinds
-    # Graph state is on the app's saver, on the run's own thread (its id).
-    assert GraphCheckpoint.objects.filter(thread_id=str(run.pk)).exists()
+    # Graph state is on the app's saver, on the run's own thread (its id, in its scope).
+    assert GraphCheckpoint.objects.filter(thread_id=checkpoint_key(str(run.pk))).exists()
     assert not Refund.objects.exists()
 
 

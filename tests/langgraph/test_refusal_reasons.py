@@ -15,23 +15,25 @@ from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.exceptions import ResumeRefused
 from symfonic_django.models import Pause, Run, RunStatus
 
-from .conftest import continue_run, events_of, pauses_of, run_turn
+from .conftest import checkpoint_key, continue_run, events_of, pauses_of, run_turn
 from .graphs import questions_graph
 
 pytestmark = pytest.mark.django_db
 
 
 def moved_on_outside_the_app(thread_id: str, graph_input: Any) -> None:
-    """Another program drives the thread with new input: its pending interrupt is dropped."""
+    """Another program drives acme's thread (by its checkpointer key) with new input: its
+    pending interrupt is dropped."""
     graph = questions_graph().copy(update={"checkpointer": DjangoSaver()})
     # async_to_sync, as a turn runs: the saver's queries come back to this thread's
     # connection, inside the test's transaction.
-    async_to_sync(graph.ainvoke)(graph_input, {"configurable": {"thread_id": thread_id}})
+    async_to_sync(graph.ainvoke)(graph_input,
+                                 {"configurable": {"thread_id": checkpoint_key(thread_id)}})
 
 
 def never_asked(thread_id: str) -> Pause:
     [stale] = pauses_of(run_turn("lg_questions", {"ask": True}, thread_id=thread_id))
-    DjangoSaver().delete_thread(thread_id)
+    DjangoSaver().delete_thread(checkpoint_key(thread_id))
     moved_on_outside_the_app(thread_id, {"ask": True})
     return stale
 

@@ -16,7 +16,7 @@ from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import Pause, PauseStatus, Run, RunStatus, ToolResult
 
 from ..conftest import snapshot
-from .conftest import continue_run, events_of, pauses_of, run_turn, thread_rows
+from .conftest import checkpoint_key, continue_run, events_of, pauses_of, run_turn, thread_rows
 from .test_refusal_reasons import moved_on_outside_the_app
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +44,7 @@ def test_an_answer_to_an_interrupt_the_thread_never_asked_is_refused(tenants):
     first = run_turn("lg_questions", {"ask": True}, thread_id="t-unknown")
     [stale] = pauses_of(first)
     # The thread is replaced under the app: deleted, then asked again by another run.
-    DjangoSaver().delete_thread("t-unknown")
+    DjangoSaver().delete_thread(checkpoint_key("t-unknown"))
     second = run_turn("lg_questions", {"ask": True}, thread_id="t-unknown")
     [current] = pauses_of(second)
 
