@@ -6,19 +6,22 @@ surface and every actor, what happens: ``allowed``, ``absent``, ``counted``,
 This module reads that table and makes each cell a test of its own
 (``test_the_matrix_cell[<surface> | <actor>]``): the actor does the thing on
 the surface (the admin and the API through Django's test client, the websocket
-through Channels' session middleware, as the example's ASGI application
-stacks it), and the outcome it observed must be the cell's. A refusal must
-leave every row as it was; a quorum cell must record the approval and leave
-the pause pending.
+through Channels' session middleware, as the example's ASGI application stacks
+it), and the outcome it observed must be the cell's. A refusal must leave every
+row as it was; a quorum cell must record the approval and leave the pause
+pending.
 
 A surface this module drives but the table lacks, a surface or an actor in the
-table this module cannot drive, or an outcome it does not know, fails.
+table this module cannot drive, an outcome the legend does not define, or an
+API route with no row, fails.
 
-The world (tenants, one user per actor, a paused run started through
-``POST runs/``) is made once for the module and committed, since the websocket
-reads the database from the consumer's own calls; cells that change something
-(answers, claims, retries, starts) each get a fresh run and pause. Everything
-is flushed at the end, as ``transaction=True`` tests are.
+The world (tenants, one user per actor with its session, paused runs the
+starter started through ``POST runs/``, the tickets the app issued) is made
+once for the module and committed, since the websocket reads the database
+through a connection of its own, as a server does. Each cell runs in a
+transaction that is rolled back, so a cell that answers, claims, retries or
+starts something leaves the world as it found it for the next. Everything is
+flushed at the end, as ``transaction=True`` tests are.
 """
 
 from __future__ import annotations
