@@ -67,9 +67,10 @@ SECTION = "## Authorization matrix"
 API = "/api/symfonic/"
 #: The columns of the table, in order.
 ACTORS = ("anonymous", "token holder", "ticket holder", "member", "view-only", "reviewer",
-          "other reviewer", "revoked", "deactivated", "starter", "operator", "superuser")
+          "other reviewer", "revoked", "deactivated", "starter", "starting reviewer", "operator",
+          "superuser")
 #: Every outcome a cell may say (the table's legend).
-OUTCOMES = frozenset({"allowed", "absent", "counted", "token", "no token", "login",
+OUTCOMES = frozenset({"allowed", "absent", "counted", "refused", "token", "no token", "login",
                       "401", "403", "404", "4401", "4403", "4404"})
 #: What every actor holds in the example: its scope (tenant) and its permissions.
 VIEW = "view_"
@@ -83,6 +84,8 @@ ACTOR_SPECS: dict[str, dict[str, Any]] = {
     "deactivated": {"tenant": "acme", "staff": True, "perms": [VIEW, "answer_pause"],
                     "then": "deactivate"},
     "starter": {"tenant": "acme", "staff": False, "perms": ["start_run"]},
+    "starting reviewer": {"tenant": "acme", "staff": True,
+                          "perms": [VIEW, "answer_pause", "start_run"]},
     "operator": {"tenant": "acme", "staff": True, "perms": [VIEW, "retry_run"]},
     "superuser": {"tenant": None, "staff": True, "perms": [], "superuser": True},
 }
@@ -153,10 +156,18 @@ class World:
     #: Per actor of the ticket row: the ticket the app issued to it and the run it opens,
     #: or why it was issued none.
     issued: dict[str, tuple[str, str] | str]
+    #: The starting reviewer's own runs (one approver, two approvers): it acts on those.
+    own: tuple[Paused, Paused] | None = None
     counter: Iterator[int] = field(default_factory=itertools.count)
 
     def user(self, actor: str) -> Any:
         return self.users.get(actor)
+
+    def target(self, actor: str, *, two: bool = False) -> Paused:
+        """The paused run ``actor`` acts on: the starter's, or the starting reviewer's own."""
+        single, double = (self.own if actor == "starting reviewer" and self.own
+                          else (self.read, self.double))
+        return double if two else single
 
 
 def make_user(name: str, spec: dict[str, Any]) -> Any:
@@ -219,10 +230,10 @@ def token_in(events: list[dict[str, Any]]) -> str | None:
     return asked[0]["data"].get("token") if asked else None
 
 
-def paused(world: World, amount: float, *, session_id: str = "") -> Paused:
-    """A new run of the starter's, paused on a refund of ``amount`` (over 500: two approvers)."""
-    status, body = start(world, "starter", amount, session_id=session_id)
-    assert status == 202, f"the starter could not start a run: {status} {body}"
+def paused(world: World, amount: float, *, session_id: str = "", by: str = "starter") -> Paused:
+    """A new run ``by`` started, paused on a refund of ``amount`` (over 500: two approvers)."""
+    status, body = start(world, by, amount, session_id=session_id)
+    assert status == 202, f"the {by} could not start a run: {status} {body}"
     assert execute_run(body["run_id"]) == RunStatus.PAUSED
     run = Run.objects.get(pk=body["run_id"])
     pause = Pause.objects.get(run=run)
@@ -237,8 +248,9 @@ def paused(world: World, amount: float, *, session_id: str = "") -> Paused:
 def issue_ticket(world: World, actor: str) -> tuple[str, str] | str:
     """The ticket the app gives ``actor`` for a run tree of the starter's (see the doc's
     "websocket with ticket"), and the run it opens, run to its end; or why it gave none."""
-    if actor in ("ticket holder", "starter"):
-        return world.read.ticket, str(world.read.run.pk)
+    if actor in ("ticket holder", "starter", "starting reviewer"):
+        made = world.target(actor)
+        return made.ticket, str(made.run.pk)
     if actor in ("member", "view-only", "other reviewer", "operator"):
         return world.member_ticket, str(world.read.run.pk)
     if actor == "anonymous":
@@ -271,6 +283,8 @@ def build_world() -> World:
                   failed=None, member_ticket="", ticket_tokens={}, issued={})  # type: ignore[arg-type]
     world.read = paused(world, 40, session_id="mx-world")
     world.double = paused(world, 750)
+    world.own = (paused(world, 40, session_id="mx-world", by="starting reviewer"),
+                 paused(world, 750, by="starting reviewer"))
     world.failed = start_run("boom", {}, scope="acme", dispatch=False)
     assert execute_run(world.failed.pk) == RunStatus.FAILED
     status, body = start(world, "member", 40)
@@ -347,7 +361,10 @@ def http_label(response: Any) -> str:
 
 
 def answered(response: Any, pause: Pause, before: tuple[Any, ...], ok: int) -> str:
-    """The outcome of an answer that succeeds with status ``ok``."""
+    """The outcome of an answer that succeeds with status ``ok``; an admin page that
+    answers 200 instead shows its refusal in words (``refused``)."""
+    if ok == 302 and response.status_code == 200:
+        return refusal("refused", pause, before)
     if response.status_code != ok or is_login(response):
         return refusal(http_label(response), pause, before)
     happened = effect(pause, before)
@@ -433,22 +450,23 @@ def surface(name: str) -> Callable[[Driver], Driver]:
 
 def admin_listing(url_name: str, query: str) -> Driver:
     def drive(world: World, actor: str) -> str:
-        response = browser(world, actor).get(reverse(url_name) + query.format(world=world))
+        pause = world.target(actor).pause
+        response = browser(world, actor).get(reverse(url_name) + query.format(pause=pause))
         if response.status_code != 200:
             return http_label(response)
-        return "allowed" if links_to(response, world.read.pause) else "absent"
+        return "allowed" if links_to(response, pause) else "absent"
     return drive
 
 
 surface("admin pause list")(admin_listing("admin:symfonic_django_pause_changelist",
-                                          "?q={world.read.pause.pk}"))
+                                          "?q={pause.pk}"))
 # The pending tab, oldest first: the world's first pause is the oldest pending one.
 surface("admin inbox")(admin_listing("admin:symfonic_django_pause_inbox", ""))
 
 
 def review_form(two: bool) -> Driver:
     def drive(world: World, actor: str) -> str:
-        pause = (world.double if two else world.read).pause
+        pause = world.target(actor, two=two).pause
         before = rows_of(pause)
         response = browser(world, actor).post(
             reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
@@ -468,12 +486,12 @@ def offered_and_listed(client: Client, changelist: str, action: str, row: Any) -
         return "403"
     if not links_to(page, row):
         return "404"
-    return "offered and listed, yet nothing done"
+    return "refused"  # offered, listed, and refused in words
 
 
 def bulk(action: str, two: bool) -> Driver:
     def drive(world: World, actor: str) -> str:
-        pause = (world.double if two else world.read).pause
+        pause = world.target(actor, two=two).pause
         before = rows_of(pause)
         client = browser(world, actor)
         changelist = reverse("admin:symfonic_django_pause_changelist")
@@ -497,7 +515,7 @@ surface("admin bulk reject")(bulk("reject_selected", two=False))
 
 @surface("admin claim/release")
 def admin_claim(world: World, actor: str) -> str:
-    pause = world.read.pause
+    pause = world.target(actor).pause
     before = rows_of(pause)
     client = browser(world, actor)
     claimed = client.post(reverse("admin:symfonic_django_pause_claim", args=[pause.pk]))
@@ -537,7 +555,7 @@ def admin_retry(world: World, actor: str) -> str:
 
 @surface("live viewer page")
 def viewer_page(world: World, actor: str) -> str:
-    run = world.read.run
+    run = world.target(actor).run
     response = browser(world, actor).get(reverse("symfonic_run_live", kwargs={"run_id": run.pk}))
     if response.status_code == 200 and str(run.pk) in response.content.decode():
         return "allowed"
@@ -546,7 +564,7 @@ def viewer_page(world: World, actor: str) -> str:
 
 @surface("live viewer state")
 def viewer_state(world: World, actor: str) -> str:
-    run = world.read.run
+    run = world.target(actor).run
     response = browser(world, actor).get(
         reverse("symfonic_run_live_state", kwargs={"run_id": run.pk}))
     if response.status_code == 200 and response.json()["run"]["id"] == str(run.pk):
@@ -554,40 +572,39 @@ def viewer_state(world: World, actor: str) -> str:
     return http_label(response)
 
 
-def api_list(path: str, wanted: Callable[[World], Any]) -> Driver:
+def api_list(path: str, wanted: Callable[[Paused], Any]) -> Driver:
     def drive(world: World, actor: str) -> str:
-        response = api(world, actor).get(API + path.format(world=world))
+        made = world.target(actor)
+        response = api(world, actor).get(API + path.format(made=made))
         if response.status_code != 200:
             return str(response.status_code)
         ids = [row["id"] for row in response.json()["results"]]
-        return "allowed" if str(wanted(world)) in ids else "absent"
+        return "allowed" if str(wanted(made)) in ids else "absent"
     return drive
 
 
-# Filtered to the world's run: a list is newest first, a page holds 50.
-surface("API GET pauses/")(api_list("pauses/?run={world.read.run.pk}",
-                                    lambda world: world.read.pause.pk))
-surface("API GET runs/")(api_list("runs/?session_id=mx-world", lambda world: world.read.run.pk))
+# Filtered to the run: a list is newest first, a page holds 50.
+surface("API GET pauses/")(api_list("pauses/?run={made.run.pk}", lambda made: made.pause.pk))
+surface("API GET runs/")(api_list("runs/?session_id=mx-world", lambda made: made.run.pk))
 
 
-def api_detail(path: str, wanted: Callable[[World], Any]) -> Driver:
+def api_detail(path: str, wanted: Callable[[Paused], Any]) -> Driver:
     def drive(world: World, actor: str) -> str:
-        response = api(world, actor).get(API + path.format(world=world))
-        if response.status_code == 200 and response.json().get("id") == str(wanted(world)):
+        made = world.target(actor)
+        response = api(world, actor).get(API + path.format(made=made))
+        if response.status_code == 200 and response.json().get("id") == str(wanted(made)):
             return "allowed"
         return str(response.status_code)
     return drive
 
 
-surface("API GET pauses/{id}/")(api_detail("pauses/{world.read.pause.pk}/",
-                                           lambda world: world.read.pause.pk))
-surface("API GET runs/{id}/")(api_detail("runs/{world.read.run.pk}/",
-                                         lambda world: world.read.run.pk))
+surface("API GET pauses/{id}/")(api_detail("pauses/{made.pause.pk}/", lambda made: made.pause.pk))
+surface("API GET runs/{id}/")(api_detail("runs/{made.run.pk}/", lambda made: made.run.pk))
 
 
 @surface("API GET runs/{id}/events/")
 def api_events(world: World, actor: str) -> str:
-    response = api(world, actor).get(f"{API}runs/{world.read.run.pk}/events/")
+    response = api(world, actor).get(f"{API}runs/{world.target(actor).run.pk}/events/")
     if response.status_code == 200 and response.json()["results"]:
         return "allowed"
     return str(response.status_code)
@@ -595,7 +612,7 @@ def api_events(world: World, actor: str) -> str:
 
 def api_answer(action: str, body: dict[str, Any], two: bool) -> Driver:
     def drive(world: World, actor: str) -> str:
-        pause = (world.double if two else world.read).pause
+        pause = world.target(actor, two=two).pause
         before = rows_of(pause)
         response = api(world, actor).post(f"{API}pauses/{pause.pk}/{action}/", body,
                                           format="json")
@@ -613,7 +630,7 @@ surface("API POST pauses/{id}/reject/")(api_answer("reject", {}, two=False))
 
 @surface("API POST pauses/{id}/claim/ and release/")
 def api_claim(world: World, actor: str) -> str:
-    pause = world.read.pause
+    pause = world.target(actor).pause
     before = rows_of(pause)
     client = api(world, actor)
     claimed = client.post(f"{API}pauses/{pause.pk}/claim/", format="json")
@@ -627,7 +644,7 @@ def api_claim(world: World, actor: str) -> str:
 
 def resume(two: bool) -> Driver:
     def drive(world: World, actor: str) -> str:
-        made = world.double if two else world.read
+        made = world.target(actor, two=two)
         if actor == "anonymous":
             token = "a-token-of-its-own-making"
         elif actor == "ticket holder":
@@ -660,7 +677,7 @@ def api_start(world: World, actor: str) -> str:
 
 @surface("websocket with session")
 def ws_session(world: World, actor: str) -> str:
-    return stream_label(*watch(world.read.run.pk, cookie=cookie_header(world, actor)))
+    return stream_label(*watch(world.target(actor).run.pk, cookie=cookie_header(world, actor)))
 
 
 @surface("websocket with ticket")
@@ -669,7 +686,7 @@ def ws_ticket(world: World, actor: str) -> str:
     if isinstance(issued, str):
         return issued
     ticket, run_id = issued
-    cookie = cookie_header(world, actor) if actor == "starter" else None
+    cookie = cookie_header(world, actor) if actor in ("starter", "starting reviewer") else None
     return stream_label(*watch(run_id, ticket=ticket or None, cookie=cookie))
 
 
@@ -677,12 +694,12 @@ def ws_ticket(world: World, actor: str) -> str:
 def token_ws(world: World, actor: str) -> str:
     if actor == "ticket holder":
         return token_label(*watch(world.read.run.pk, ticket=world.read.ticket))
-    return token_label(*watch(world.read.run.pk, cookie=cookie_header(world, actor)))
+    return token_label(*watch(world.target(actor).run.pk, cookie=cookie_header(world, actor)))
 
 
 @surface("token in pause.requested, events API")
 def token_events(world: World, actor: str) -> str:
-    response = api(world, actor).get(f"{API}runs/{world.read.run.pk}/events/")
+    response = api(world, actor).get(f"{API}runs/{world.target(actor).run.pk}/events/")
     if response.status_code != 200:
         return str(response.status_code)
     return token_label(response.json()["results"], 1000)
