@@ -90,7 +90,7 @@ ACTOR_SPECS: dict[str, dict[str, Any]] = {
     "superuser": {"tenant": None, "staff": True, "perms": [], "superuser": True},
 }
 APPROVE = {"decisions": [{"type": "approve"}]}
-WS_TIMEOUT = 5
+WS_TIMEOUT = 10  # seconds a socket may stay silent; a refused or finished one closes at once
 
 
 # --- the table ---------------------------------------------------------------------------------
