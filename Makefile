@@ -57,8 +57,11 @@ demo: $(VENV)/.demo-installed
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py seed_demo --pauses 3 --showcase > .demo-seed.txt
 	@echo
-	@echo "symfonic_django demo on http://$(HOST):$(PORT)/"
+	@echo "symfonic_django demo on http://$(HOST):$(PORT)/ (the reviewers' inbox)"
+	@echo "  inbox:  http://$(HOST):$(PORT)/admin/symfonic_django/pause/inbox/"
 	@echo "  admin:  http://$(HOST):$(PORT)/admin/"
+	@echo "  API:    http://$(HOST):$(PORT)/api/symfonic/schema/swagger-ui/"
+	@echo "  a turn to watch: approve the slow_refund pause (Refund 42, below) as alice"
 	@echo "  logins: admin / admin-demo-pw   alice / alice-demo-pw (acme)   bob / bob-demo-pw (globex)"
 	@cat .demo-seed.txt
 	@echo

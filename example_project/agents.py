@@ -4,10 +4,15 @@ Registered as ``refund``; input ``{"order_id": str, "amount": number}``, the
 amount above 0, at most 10,000, with at most 2 decimal places. The input is
 the proposed refund's arguments, so an input outside ``REFUND_ARGS_SCHEMA``
 fails the turn with ``invalid_proposal`` before any pause exists.
+
+``slow_refund`` is the same agent at a pace a person can watch: approved, it
+streams its confirmation word by word over several seconds, so a reviewer who
+approves its pause sees the continuation arrive in the live viewer.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from decimal import Decimal
 from typing import Any
@@ -82,8 +87,15 @@ def record_refund(order_id: str, amount: Any, run_id: str) -> dict[str, Any]:
 
 
 class RefundAgent:
+    #: Seconds between two pieces of the confirmation; 0 streams it at once.
+    pace = 0.0
+
     def __init__(self, tenant: Any) -> None:
         self.tenant = tenant
+
+    def confirmation(self, args: dict[str, Any]) -> list[str]:
+        """The pieces of what the agent says once the refund is recorded."""
+        return ["Refund ", f"of {args['amount']} ", f"on order {args['order_id']} ", "is done."]
 
     async def start_typed(self, context: TurnContext, input: Any) -> AsyncGenerator[Event, None]:
         given = input if isinstance(input, dict) else {}
@@ -113,9 +125,10 @@ class RefundAgent:
                 record_refund, args["order_id"], args["amount"], str(continuation.run.pk),
                 event=lambda result: ToolCompleted(tool_call_id=call_id, name="refund",
                                                    args=args, result=result))
-            for word in ("Refund ", f"of {args['amount']} ", f"on order {args['order_id']} ",
-                         "is done."):
-                yield MessageDelta(text=word)
+            for n, piece in enumerate(self.confirmation(args)):
+                if n and self.pace:
+                    await asyncio.sleep(self.pace)
+                yield MessageDelta(text=piece)
             yield TurnCompleted(output={"refunded": True, **result})
         elif kind == "respond":
             # A message to the agent, not a refusal: it says what it heard and does nothing.
@@ -148,6 +161,25 @@ def refund_agent(tenant: Any) -> RefundAgent:
 
 # Read by start_run (the API's POST runs/ included): an input outside it never becomes a run.
 refund_agent.input_schema = REFUND_ARGS_SCHEMA  # type: ignore[attr-defined]
+
+
+class SlowRefundAgent(RefundAgent):
+    """``refund``, its confirmation streamed a word every ``pace`` seconds (6 s in all)."""
+
+    pace = 0.25
+
+    def confirmation(self, args: dict[str, Any]) -> list[str]:
+        text = (f"Refund of {args['amount']} on order {args['order_id']} is done. The customer "
+                "gets the money back on the card they paid with, within five business days.")
+        words = text.split(" ")
+        return [word + " " for word in words[:-1]] + [words[-1]]
+
+
+def slow_refund_agent(tenant: Any) -> SlowRefundAgent:
+    return SlowRefundAgent(tenant)
+
+
+slow_refund_agent.input_schema = REFUND_ARGS_SCHEMA  # type: ignore[attr-defined]
 
 
 #: The carriers the shipping agent may book, and what it asks a person to choose.

@@ -180,6 +180,8 @@ SPECTACULAR_SETTINGS = {
 
 AGENTS = {
     "refund": "example_project.agents.refund_agent",
+    # The same refund, its confirmation streamed over seconds: a turn to watch in the viewer.
+    "slow_refund": "example_project.agents.slow_refund_agent",
     # Asks a question (which carrier), where refund asks an approval.
     "shipping": "example_project.agents.shipping_agent",
 }

@@ -29,12 +29,14 @@ def test_the_pinned_default_is_three_refunds_in_acme_and_one_in_globex():
     assert all(p.approvals_needed == 1 for p in Pause.objects.all())
 
 
-def test_the_showcase_adds_a_question_and_a_refund_that_needs_two_approvers(settings):
+def test_the_showcase_adds_a_question_a_refund_that_needs_two_approvers_and_a_slow_one(
+        settings):
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
                          "example_project.shop.approvals.two_approvers_over_500"}
     result = seed("--pauses", "1", "--showcase")
-    assert len(result["pauses"]) == 4
-    question, big = (Pause.objects.get(pk=p["id"]) for p in result["pauses"][2:])
+    assert len(result["pauses"]) == 5
+    question, big, slow = (Pause.objects.get(pk=p["id"]) for p in result["pauses"][2:])
+    assert (slow.run.agent, slow.scope_key, slow.approvals_needed) == ("slow_refund", "acme", 1)
     assert (question.kind, question.scope_key) == ("question", "acme")
     assert question.prompt["question"].startswith("Which carrier should ship")
     assert (big.kind, big.approvals_needed) == ("approval", 2)

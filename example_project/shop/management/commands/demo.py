@@ -1,7 +1,7 @@
 """``manage.py demo --smoke``: drive one refund end to end and exit 0 on success.
 
 start -> pause -> approve (Python API) -> continuation on the worker -> completed.
-Embedded (no broker set), the worker is a thread of this process.
+Embedded (no broker set), the worker (and the beat) are threads of this process.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from symfonic_django.models import Pause, PauseStatus
 from symfonic_django.pauses import token_for
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from symfonic_django.viewer import viewer_url
 
 USERS = {
     "admin": {"password": "admin-demo-pw", "tenant": None, "superuser": True},
@@ -63,7 +64,7 @@ def seed_pause(tenant: Tenant, rng: random.Random, *, agent: str = "refund",
                amount: float | None = None) -> dict[str, str]:
     order = f"{tenant.slug.upper()}-{rng.randint(1000, 9999)}"
     given = {"order_id": order}
-    if agent == "refund":
+    if agent in ("refund", "slow_refund"):
         given["amount"] = amount if amount is not None else rng.choice([12.5, 40, 99.99])
     run = start_run(agent, given, scope=tenant, dispatch=False)
     execute_run(run.pk)
@@ -89,17 +90,21 @@ class Command(BaseCommand):
         parser.add_argument("--pauses", type=int, default=3, help="pending pauses in acme")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
         parser.add_argument("--showcase", action="store_true",
-                            help="also a question pause and a refund over 500 that needs two "
-                                 "approvers, in acme (make demo)")
+                            help="also a question pause, a refund over 500 that needs two "
+                                 "approvers and a slow_refund whose continuation streams over "
+                                 "seconds (approve it and watch), in acme (make demo)")
 
     def handle(self, *args, pauses: int, json: bool, showcase: bool, **options):
         users = seed_users()
         rng = random.Random()
         acme, globex = Tenant.objects.get(slug="acme"), Tenant.objects.get(slug="globex")
         seeded = [seed_pause(acme, rng) for _ in range(pauses)] + [seed_pause(globex, rng)]
+        to_watch = None  # the pause to approve and watch: its continuation streams for seconds
         if showcase:
             seeded += [seed_pause(acme, rng, agent="shipping"),
                        seed_pause(acme, rng, amount=750)]
+            to_watch = seed_pause(acme, rng, agent="slow_refund", amount=42)
+            seeded.append(to_watch)
         result = {"users": users, "pauses": seeded}
         if json:
             self.stdout.write(_json.dumps(result))
@@ -108,6 +113,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"user {name} / {creds['password']}  token {creds['token']}")
             for p in seeded:
                 self.stdout.write(f"pending pause {p['id']} ({p['tenant']}; {describe(p['id'])})")
+                if p is to_watch:
+                    self.stdout.write("  slow_refund: approve it and the admin shows its "
+                                      "continuation streaming in the live viewer, "
+                                      f"{viewer_url(p['run_id'])}")
 
 
 _json = json
