@@ -34,6 +34,7 @@ from symfonic_django.events import PauseRequested, TurnPaused, append, aring
 from symfonic_django.models import Decision, IdempotentResponse, Pause, Run, TurnEvent
 from symfonic_django.pauses import token_for
 from symfonic_django.routing import websocket_urlpatterns
+from symfonic_django.scopes import may_answer, may_read_pauses
 from symfonic_django.tokens import mint_watch_ticket, read_watch_ticket
 from symfonic_django.turns import execute_run
 from symfonic_django.viewer import state_url, viewer_url
@@ -443,3 +444,14 @@ def test_a_ticket_for_a_user_is_minted_for_the_run_the_api_names(users):
     alice = named("alice")
     run, _, ticket = started_refund(alice)
     assert read_watch_ticket(ticket) == read_watch_ticket(mint_watch_ticket(run, user=alice))
+
+
+@pytest.mark.django_db
+def test_the_demos_users_start_read_and_answer_in_their_own_tenant_only(users):
+    """``seed_demo``'s alice and bob hold the three rights, each in its own tenant."""
+    for name, own, other in (("alice", "acme", "globex"), ("bob", "globex", "acme")):
+        user = named(name)
+        assert user.has_perms(["symfonic_django.start_run", "symfonic_django.view_pause",
+                               "symfonic_django.view_run", "symfonic_django.answer_pause"])
+        assert may_read_pauses(user, own) and may_answer(user, own)
+        assert not may_read_pauses(user, other) and not may_answer(user, other)
