@@ -411,9 +411,11 @@ def test_an_answer_to_an_unknown_id_of_any_shape_is_the_json_404(users, path):
 
 
 @pytest.mark.django_db
-def test_an_anonymous_caller_of_an_odd_id_is_asked_to_log_in_in_json(users):
-    response = api().get(f"{API}pauses/0.5/")
-    assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
+@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
+def test_an_odd_id_is_the_json_404_to_anyone_whatever_the_method(users, method):
+    for client in (api(), api(named("bob"))):
+        response = getattr(client, method)(f"{API}pauses/0.5/", {}, format="json")
+        assert response.status_code == 404 and response.json()["code"] == "not_found"
 
 
 @pytest.mark.django_db

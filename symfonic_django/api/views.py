@@ -80,9 +80,6 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 
 #: ``after`` and other counters in a query are ``seq`` values: ASCII digits, 32-bit.
 MAX_QUERY_INT = 2**31 - 1
-#: What the router takes for an id in a path: any segment (DRF's default stops at a dot),
-#: so ``pauses/0.5/`` is looked up, and refused with the pinned JSON 404 like any unknown id.
-ANY_ID = "[^/]+"
 #: Events per page of ``GET runs/{id}/events/``.
 EVENTS_PAGE = 1000
 #: Exact-match text filters of ``GET runs/``, and their columns' lengths.
@@ -260,7 +257,6 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     serializer_class = s.PauseSerializer
     pagination_class = NewestFirstPagination
     permission_classes = [IsAuthenticated]
-    lookup_value_regex = ANY_ID
 
     def get_queryset(self) -> QuerySet[Pause]:
         qs = readable_pauses(self.request.user).select_related("answered_by")
@@ -458,7 +454,6 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
     serializer_class = s.RunSerializer
     pagination_class = NewestFirstPagination
     permission_classes = [IsAuthenticated]
-    lookup_value_regex = ANY_ID
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = readable_runs(self.request.user)
@@ -543,6 +538,7 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
 
 @csrf_exempt
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Any path under the API's mount that names nothing: the pinned JSON 404, never
-    Django's HTML page, whatever the method (``urls.py`` routes everything else here)."""
+    """Any path under the API's mount that names nothing, such as an id the router does not
+    take (``pauses/0.5/``: DRF's ids stop at a dot): the pinned JSON 404, never Django's
+    HTML page, whatever the method and whoever asks (``urls.py`` routes the rest here)."""
     return JsonResponse({"code": "not_found", "detail": "Not found."}, status=404)
