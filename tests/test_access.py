@@ -457,3 +457,15 @@ def test_the_demos_users_start_read_and_answer_in_their_own_tenant_only(users):
                                "symfonic_django.view_run", "symfonic_django.answer_pause"])
         assert may_read_pauses(user, own) and may_answer(user, own)
         assert not may_read_pauses(user, other) and not may_answer(user, other)
+
+
+@pytest.mark.django_db
+def test_the_review_page_shows_the_runs_events_only_to_readers_of_runs(users):
+    _, pause, _ = started_refund(named("alice"))
+    page = f"/admin/symfonic_django/pause/{pause.pk}/change/"
+    client = Client()
+    client.force_login(member("paula", "view_pause", staff=True))
+    shown = client.get(page)
+    assert shown.status_code == 200 and 'id="asked-events"' not in shown.content.decode()
+    client.force_login(member("rory", "view_pause", "view_run", staff=True))
+    assert 'id="asked-events"' in client.get(page).content.decode()
