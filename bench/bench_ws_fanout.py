@@ -111,6 +111,8 @@ def main() -> int:
 
 
 def measure(args: argparse.Namespace, stack: Stack, bare_port: int, log_dir: Path) -> int:
+    from django.contrib.auth import get_user_model
+
     from example_project.celery import app
     from example_project.shop.management.commands.seed_demo import seed_users
     from symfonic_django.models import Pause, TurnEvent
@@ -120,6 +122,7 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int, log_dir: Pat
     from symfonic_django.turns import execute_run
 
     seed_users()
+    alice = get_user_model().objects.get(username="alice")  # a reader of acme
     total = args.events + 2  # turn.started, the deltas, turn.completed
     ours: list[float] = []
     base: list[float] = []
@@ -130,8 +133,9 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int, log_dir: Pat
         run = start_run("stream", {"n": args.events, "gate": str(gate)}, scope="acme",
                         dispatch=False)
         assert execute_run(run.pk) == "paused"
-        run_id = str(approve(Pause.objects.get(run=run).pk).continuation.pk)
-        url = stack.ws_url(run_id, ticket=mint_watch_ticket(run_id))
+        continuation = approve(Pause.objects.get(run=run).pk).continuation
+        run_id = str(continuation.pk)
+        url = stack.ws_url(run_id, ticket=mint_watch_ticket(continuation, user=alice))
 
         async def go() -> tuple[list[Watch], float]:
             tasks = await connect_all([url] * args.watchers, stack.origin, ready=1)

@@ -183,7 +183,8 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
         called = time.time()
         resolution = await asyncio.to_thread(approve, pause_id, actor=alice, via=AnsweredVia.API)
         run_id = str(resolution.continuation.pk)
-        received = await first_event(run_id, mint_watch_ticket(run_id))
+        received = await first_event(run_id, mint_watch_ticket(resolution.continuation,
+                                                               user=alice))
         stored = await asyncio.to_thread(stored_at, run_id)
         parts["approve"].append(published[run_id] - called)
         parts["worker"].append(stored - published[run_id])

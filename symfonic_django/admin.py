@@ -56,7 +56,14 @@ from .models import (
     Run,
     TurnEvent,
 )
-from .scopes import ALL_SCOPES, may_answer, reviewer_scope_keys
+from .scopes import (
+    ALL_SCOPES,
+    VIEW_PAUSE_PERMISSION,
+    VIEW_RUN_PERMISSION,
+    may_answer,
+    readable_scope_keys,
+    reviewer_scope_keys,
+)
 from .viewer import viewer_url
 
 if TYPE_CHECKING:
@@ -85,6 +92,18 @@ def visible_scopes(request: HttpRequest) -> Any:
         cached = reviewer_scope_keys(request.user)
         request._symfonic_scope_keys = cached  # type: ignore[attr-defined]
     return cached
+
+
+def readable_scopes(request: HttpRequest, permission: str) -> Any:
+    """The scope keys whose rows ``permission`` lets ``request.user`` read
+    (``scopes.readable_scope_keys``), once per request and permission."""
+    cached: dict[str, Any] | None = getattr(request, "_symfonic_readable_scopes", None)
+    if cached is None:
+        cached = {}
+        request._symfonic_readable_scopes = cached  # type: ignore[attr-defined]
+    if permission not in cached:
+        cached[permission] = readable_scope_keys(request.user, permission)
+    return cached[permission]
 
 
 # --- what a pause says, in a line and in a table --------------------------------
@@ -441,10 +460,19 @@ def _filtered_by(spec: Any) -> str:
 
 
 class ScopedReadOnlyAdmin(ModelAdminBase):
-    """Rows of the scopes the user may review, read-only; anything else is a 404."""
+    """Rows of the scopes the user may read, read-only; anything else is a 404.
+
+    Django's model permissions gate the pages; the rows are those of the scopes in
+    which ``read_permission`` lets the user read (``scopes.readable_scope_keys``, the
+    rule the API, the websocket and the viewer follow): a member who may only start
+    runs sees none.
+    """
 
     #: The lookup that gives a row's scope key.
     scope_field = "scope_key"
+    #: The permission that lets a user read these rows of its scopes; ``None``: the
+    #: model's own view permission.
+    read_permission: str | None = None
     # These tables grow with every turn: count no more rows than needed, and only once
     # (the full count only adds "(n total)" beside a filtered count).
     paginator = EstimatingPaginator
@@ -457,7 +485,9 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
-        keys = visible_scopes(request)
+        opts = self.model._meta
+        keys = readable_scopes(request, self.read_permission
+                               or f"{opts.app_label}.view_{opts.model_name}")
         if keys == ALL_SCOPES:
             return queryset
         return queryset.filter(**{f"{self.scope_field}__in": keys})
@@ -662,7 +692,8 @@ class RunAdmin(ScopedReadOnlyAdmin):
             context["events"] = _events_table(obj)
             context["run_pauses"] = [
                 (p, summarize(p)) for p in
-                Pause.objects.filter(run=obj).in_scopes(visible_scopes(request))
+                Pause.objects.filter(run=obj).in_scopes(
+                    readable_scopes(request, VIEW_PAUSE_PERMISSION))
                 .select_related("answered_by").order_by("created_at")]
             context["viewer_url"] = viewer_url(obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
@@ -1020,6 +1051,8 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         history = list(Decision.objects.filter(pause=pause).select_related("actor")
                        .order_by("created_at"))
         approved_by = [d.actor_label for d in history if d.action == Decision.Action.APPROVE]
+        runs_of = readable_scopes(request, VIEW_RUN_PERMISSION)
+        reads_runs = runs_of == ALL_SCOPES or pause.scope_key in runs_of
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -1051,8 +1084,9 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                          hitl.edit_changes(pause.prompt, d.answer)
                          if d.action == Decision.Action.EDIT else [])
                         for d in history],
-            "events": _events_table(pause.continuation),
-            "asked_events": _events_table(pause.run),
+            # A run's events are read with the run's view permission, on this page too.
+            "events": _events_table(pause.continuation) if reads_runs else None,
+            "asked_events": _events_table(pause.run) if reads_runs else None,
             "negative": is_approval and any(
                 row["type"] in ("reject", "respond") for row in decision_rows(pause)),
             "expires_in": self.expires_in(pause),
@@ -1250,6 +1284,7 @@ def _answered_message(resolution: pauses.Resolution) -> str:
 @admin.register(TurnEvent)
 class TurnEventAdmin(ScopedReadOnlyAdmin):
     scope_field = "scope_key"  # the run's, copied onto the event
+    read_permission = VIEW_RUN_PERMISSION  # a run's events are read as the run is
     list_display = ("run_short", "seq", "type", "summary", "created")
     list_filter = (EventTypeFilter, ScopeFilter)
     # Newest first by the primary key's index (the model's own order, by run, sorts
@@ -1284,6 +1319,7 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
 @admin.register(Decision)
 class DecisionAdmin(ScopedReadOnlyAdmin):
     scope_field = "scope_key"  # the pause's, copied onto the decision
+    read_permission = VIEW_PAUSE_PERMISSION  # a pause's decisions are read as the pause is
     list_display = ("created", "action", "who", "via", "pause_summary")
     ordering = ("-pk",)  # newest first, by the primary key's index
     list_filter = ("action", "via", ScopeFilter)

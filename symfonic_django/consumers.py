@@ -23,12 +23,13 @@ from urllib.parse import parse_qsl
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 
 from .delivery import may_hold_tokens, wire_events
 from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, rows_after
-from .models import Run, RunStatus
-from .scopes import may_review, reviewer_scope_keys
-from .tokens import MAX_TOKEN_LENGTH, verify_watch_ticket
+from .models import Pause, Run, RunStatus
+from .scopes import is_active_user, may_read_run, reads_anything
+from .tokens import MAX_TOKEN_LENGTH, WatchTicket, read_watch_ticket
 
 #: How often a watcher looks at the database when no doorbell rings (seconds)...
 POLL_INTERVAL = 0.5
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 #: Statuses in which a run's stream has ended (until an operator retries a failed run).
 ENDED = frozenset({RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.FAILED})
 
-#: How often an open socket of a reviewer looks at their access again (seconds).
+#: How often an open socket looks at its watcher's access again (seconds), whether the
+#: watcher came with a session or with a ticket issued to them.
 ACCESS_RECHECK_SECONDS = 1.0
 
 CLOSE_NORMAL = 1000
@@ -54,7 +56,7 @@ CLOSE_NOT_FOUND = 4404
 
 #: ``after`` is a ``seq``, a positive 32-bit integer column: ASCII digits, at most this.
 MAX_AFTER = 2**31 - 1
-#: A watch ticket is ``<run id>:<timestamp>:<signature>`` in URL-safe base64.
+#: A watch ticket is ``<claims>:<timestamp>:<signature>`` in URL-safe base64.
 TICKET = re.compile(r"[A-Za-z0-9_:-]+")
 QUERY_KEYS = frozenset({"after", "ticket"})
 
@@ -91,26 +93,66 @@ def read_query(raw: bytes) -> tuple[int, str]:
     return int(after), ticket
 
 
-def _authorize(user: Any, run: Run) -> int | None:
-    """A close code refusing ``user``, or ``None`` when they may watch ``run``."""
-    if user is None or not user.is_authenticated:
+def _authorize(user: Any, run: Run | None) -> int | None:
+    """A close code refusing ``user``, or ``None`` when they may watch ``run``.
+
+    The read rule is ``scopes.may_read_run``. A run the user may not read is
+    4404, exactly as an unknown one (no existence leak); a user who may read no
+    run at all is 4403, whatever run they ask for.
+    """
+    if not is_active_user(user):
         return CLOSE_NOT_AUTHENTICATED
-    if not reviewer_scope_keys(user):
-        return CLOSE_FORBIDDEN
-    if not may_review(user, run.scope_key):
-        return CLOSE_NOT_FOUND  # no existence leak: same as an unknown run
-    return None
+    if run is not None and may_read_run(user, run):
+        return None
+    return CLOSE_NOT_FOUND if reads_anything(user) else CLOSE_FORBIDDEN
+
+
+def _active_user(user_pk: Any) -> Any:
+    """The active user of primary key ``user_pk`` (as a ticket names it), or ``None``."""
+    try:
+        return get_user_model().objects.filter(pk=user_pk, is_active=True).first()
+    except (ValueError, ValidationError):  # not a key of this user model
+        return None
 
 
 def _access(user_pk: Any, run: Run) -> tuple[int | None, bool]:
-    """A session watcher's access now: a close code refusing them (or ``None``), and
-    whether they are still sent tokens. Read afresh: a reviewer removed from the
-    scope, deactivated or stripped of the answer permission loses it at once."""
-    user = get_user_model().objects.filter(pk=user_pk, is_active=True).first()
+    """A watcher's access now: a close code refusing them (or ``None``), and whether they
+    are still sent tokens. Read afresh: a user removed from the scope, deactivated or
+    stripped of a permission loses it at once, whether they watch with their session or
+    with a ticket issued to them."""
+    user = _active_user(user_pk)
     if user is None:
         return CLOSE_NOT_AUTHENTICATED, False
     code = _authorize(user, run)
     return code, code is None and may_hold_tokens(user, run)
+
+
+def _ticket_opens(ticket: WatchTicket, run_id: uuid.UUID, run: Run | None) -> bool:
+    """Whether ``ticket`` opens ``run_id``: the run it was issued for, or (for a user's
+    ticket) a run of the same tree; a spent pause's ticket opens only its continuation."""
+    if str(run_id) == ticket.run_id:
+        return True
+    if run is None or ticket.user_pk is None:
+        return False
+    return str(run.root_id) == ticket.root_run_id
+
+
+def _watcher(run: Run | None, run_id: uuid.UUID, user: Any,
+             ticket: WatchTicket | None) -> tuple[int | None, Any]:
+    """Who watches: a close code refusing them (or ``None``), and the user to judge
+    (``None`` for the holder of a spent pause's ticket, who is sent no token)."""
+    if ticket is None:
+        return _authorize(user, run), user
+    if not _ticket_opens(ticket, run_id, run):
+        return CLOSE_NOT_AUTHENTICATED, None  # the ticket is not for this run
+    if ticket.pause_id is None:
+        holder = _active_user(ticket.user_pk)
+        return (_authorize(holder, run) if holder is not None else CLOSE_NOT_AUTHENTICATED,
+                holder)
+    if run is None:
+        return CLOSE_NOT_FOUND, None
+    spent = Pause.objects.filter(pk=ticket.pause_id, continuation_id=run.pk).exists()
+    return (None if spent else CLOSE_FORBIDDEN), None
 
 
 def _rows_after(run: Run, after: int, with_tokens: bool) -> list[dict[str, Any]]:
@@ -118,26 +160,27 @@ def _rows_after(run: Run, after: int, with_tokens: bool) -> list[dict[str, Any]]
     return wire_events(rows_after(run.pk, after, BATCH), run, with_tokens=with_tokens)
 
 
-def _open(run_id: uuid.UUID, user: Any, after: int,
-          ) -> tuple[Run | None, int | None, bool, list[dict[str, Any]], bool]:
-    """Everything a new watcher needs: the run, a refusal, tokens or not, the first events,
-    and whether the turn had already ended.
+def _open(run_id: uuid.UUID, user: Any, ticket: WatchTicket | None, after: int,
+          ) -> tuple[Run | None, int | None, Any, bool, list[dict[str, Any]], bool]:
+    """Everything a new watcher needs: the run, a refusal, the user whose access is
+    rechecked (``None``: nobody to recheck), tokens or not, the first events, and
+    whether the turn had already ended.
 
-    The close code refuses ``user`` (``None`` for a ticket holder, whose
-    ticket was already checked and who started the run or answered its
-    pause: they get tokens). The turn had ended by ``after`` when the run
-    is in a final status and nothing is stored after ``after`` (a run an
-    operator retried is queued again, and its stream goes on).
+    A session watcher is ``user``; a ticket holder is the user the ticket was
+    issued to, looked up afresh (or, for a spent pause's ticket, nobody: it is
+    sent no token). The turn had ended by ``after`` when the run is in a final
+    status and nothing is stored after ``after`` (a run an operator retried is
+    queued again, and its stream goes on).
     """
-    run = Run.objects.filter(pk=run_id).only("id", "root_id", "scope_key", "status").first()
-    if run is None:
-        return None, CLOSE_NOT_FOUND, False, [], False
-    code = _authorize(user, run) if user is not None else None
-    if code is not None:
-        return run, code, False, [], False
-    with_tokens = user is None or may_hold_tokens(user, run)
+    run = Run.objects.filter(pk=run_id).only(
+        "id", "root_id", "scope_key", "status", "started_by_id").first()
+    code, watcher = _watcher(run, run_id, user, ticket)
+    if code is not None or run is None:
+        return run, code if code is not None else CLOSE_NOT_FOUND, None, False, [], False
+    with_tokens = may_hold_tokens(watcher, run)
     events = _rows_after(run, after, with_tokens)
-    return run, None, with_tokens, events, not events and run.status in ENDED
+    return (run, None, watcher.pk if watcher is not None else None, with_tokens, events,
+            not events and run.status in ENDED)
 
 
 _reads: dict[tuple[Any, ...], asyncio.Future[tuple[list[dict[str, Any]], list[str]]]] = {}
@@ -169,8 +212,9 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     last_seq = 0
     closed = False
     rang = False  # a doorbell arrived since the poller last looked
-    #: The session watcher's user (``None`` for a ticket holder), and when their access
-    #: is next read afresh before more events go out.
+    #: The watcher's user, from its session or its ticket (``None`` for the holder of a
+    #: spent pause's ticket), and when their access is next read afresh before more
+    #: events go out.
     user_pk: Any = None
     recheck_at = 0.0
 
@@ -184,14 +228,13 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         except BadQuery as exc:
             await self.refuse(CLOSE_BAD_REQUEST, str(exc))
             return
+        # A ticket speaks for the user it was issued to (or a spent pause), whoever's
+        # session the socket carries; without one, the session is the watcher.
+        claims = read_watch_ticket(ticket) if ticket else None
         user = None if ticket else self.scope.get("user")
-        if not (verify_watch_ticket(ticket, run_id) if ticket
-                else user is not None and user.is_authenticated):
+        if not (claims is not None if ticket else is_active_user(user)):
             await self.refuse(CLOSE_NOT_AUTHENTICATED)
             return
-        if user is not None:
-            self.user_pk = user.pk
-            self.recheck_at = time.monotonic() + ACCESS_RECHECK_SECONDS
         try:
             run_uuid = uuid.UUID(run_id)
         except ValueError:
@@ -205,11 +248,12 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         # read picks it up; every later one rings. A refused socket leaves the group
         # again when it disconnects.
         self.group = group_name(run_uuid)
-        _, (self.run, code, self.with_tokens, events, ended) = await asyncio.gather(
-            self.join(), database_sync_to_async(_open)(run_uuid, user, self.last_seq))
+        _, (self.run, code, self.user_pk, self.with_tokens, events, ended) = await asyncio.gather(
+            self.join(), database_sync_to_async(_open)(run_uuid, user, claims, self.last_seq))
         if code is not None:
             await self.refuse(code)
             return
+        self.recheck_at = time.monotonic() + ACCESS_RECHECK_SECONDS
         if ended:
             await self.finish()
             return
@@ -232,10 +276,11 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     async def still_allowed(self) -> bool:
         """Whether this watcher may be sent more events; closes the socket when not.
 
-        A reviewer's access is read afresh at most every ``ACCESS_RECHECK_SECONDS``,
+        A watcher's access is read afresh at most every ``ACCESS_RECHECK_SECONDS``,
         before the next events go out: revoking it (deactivating the user, taking
-        the scope or the answer permission away) takes effect on open sockets at the
-        next event after that. A ticket holder's ticket is checked once: it expires.
+        the scope or a permission away) takes effect on open sockets at the next
+        event after that, for a session and a ticket issued to the user alike. The
+        holder of a spent pause's ticket names nobody to revoke and is sent no token.
         """
         if self.user_pk is None or self.run is None or time.monotonic() < self.recheck_at:
             return True

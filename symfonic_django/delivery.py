@@ -3,9 +3,12 @@
 A pause token is a bearer credential for answering (DESIGN sections 6 and 7,
 "Who holds a token"). Events are stored without one; the surface that
 delivers ``pause.requested`` (the websocket, the events API) mints a token
-only for a watcher who may answer the run's pauses: the run's starter,
-through its watch ticket, or a reviewer with the answer permission in the
-run's scope. Everyone else gets the event without ``token``.
+only for a watcher who may answer the run's pauses, judged afresh: an active
+user who is the run's (still entitled) starter, through its session or its
+watch ticket, or a reviewer with the answer permission in the run's scope.
+Everyone else gets the event without ``token``: a user who may only read,
+and the holder of a ticket from an anonymous ``resume/`` (it answered with a
+token it already had; no later pause's token goes to a person nobody named).
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ from typing import Any
 from . import events as ev
 from .models import Pause, Run, TurnEvent
 from .pauses import token_for
-from .scopes import may_answer
+from .scopes import is_active_user, may_answer, started_run
 
 
 def may_hold_tokens(user: Any, run: Run) -> bool:
-    """Whether ``user``, watching ``run``, is sent the tokens of its pauses."""
-    return may_answer(user, run.scope_key)
+    """Whether ``user`` (``None``: nobody named), watching ``run``, is sent its pauses' tokens."""
+    return is_active_user(user) and (may_answer(user, run.scope_key) or started_run(user, run))
 
 
 def wire_events(rows: list[TurnEvent], run: Run, *, with_tokens: bool) -> list[dict[str, Any]]:

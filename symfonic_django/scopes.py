@@ -16,11 +16,14 @@ from django.core.signals import setting_changed
 
 from .conf import ALL_SCOPES, SETTING_NAME, settings
 from .exceptions import ScopeMismatch
-from .models import Pause
+from .models import Pause, PauseQuerySet, Run, RunQuerySet
 from .tokens import PauseClaims, scope_hash_matches
 
-__all__ = ["ALL_SCOPES", "ANSWER_PERMISSION", "load_scope", "may_answer", "load_scope_for_turn", "may_review",
-           "reviewer_scope_keys", "scope_for_claims", "scope_key"]
+__all__ = ["ALL_SCOPES", "ANSWER_PERMISSION", "VIEW_PAUSE_PERMISSION", "VIEW_RUN_PERMISSION",
+           "is_active_user", "load_scope", "load_scope_for_turn", "may_answer", "may_read_pauses",
+           "may_read_run", "may_review", "readable_pauses", "readable_runs",
+           "readable_scope_keys", "reads_anything", "reviewer_scope_keys", "scope_for_claims",
+           "scope_key", "started_run"]
 
 
 def default_scope_key(scope: Any) -> str:
@@ -144,3 +147,83 @@ def may_answer(user: Any, key: str | None = None) -> bool:
             and user.has_perm(ANSWER_PERMISSION)):
         return False
     return key is None or may_review(user, key)
+
+
+# --- who may read -------------------------------------------------------------------
+#
+# One rule, read by every surface that shows pauses, runs or events (the API, the
+# websocket, the viewer, the admin): reading a scope's rows needs the view permission of
+# that kind of row *and* the scope among the user's scopes (``REVIEWER_SCOPES``). Being
+# a member who may start runs is not enough. The one exception is the starter of a run:
+# it may read its own run tree (the runs of one root, which all carry its
+# ``started_by``) without the view permission, as long as it is active and the run's
+# scope is still one of its scopes; removing it from the tenant ends that right.
+
+#: Reading a scope's pauses (and their decisions).
+VIEW_PAUSE_PERMISSION = "symfonic_django.view_pause"
+#: Reading a scope's runs and their events.
+VIEW_RUN_PERMISSION = "symfonic_django.view_run"
+
+
+def is_active_user(user: Any) -> bool:
+    """An authenticated user whose account is switched on."""
+    return (user is not None and getattr(user, "is_authenticated", False)
+            and getattr(user, "is_active", False))
+
+
+def readable_scope_keys(user: Any, permission: str) -> Any:
+    """``ALL_SCOPES`` or the frozenset of scope keys whose rows ``permission`` lets ``user`` read.
+
+    ``permission`` is a model's view permission (``VIEW_PAUSE_PERMISSION``,
+    ``VIEW_RUN_PERMISSION``, or another model's ``view_...`` in the admin).
+    """
+    if not is_active_user(user) or not user.has_perm(permission):
+        return frozenset()
+    return reviewer_scope_keys(user)
+
+
+def may_read_pauses(user: Any, key: str) -> bool:
+    """Whether ``user`` may read the pauses of scope ``key``."""
+    granted = readable_scope_keys(user, VIEW_PAUSE_PERMISSION)
+    return granted == ALL_SCOPES or key in granted
+
+
+def started_run(user: Any, run: Run) -> bool:
+    """Whether ``user`` is the still-entitled starter of ``run``'s tree (see above)."""
+    return (is_active_user(user) and run.started_by_id is not None
+            and run.started_by_id == user.pk and may_review(user, run.scope_key))
+
+
+def may_read_run(user: Any, run: Run) -> bool:
+    """Whether ``user`` may read ``run`` and its events: the view permission in its scope,
+    or being its (still entitled) starter."""
+    granted = readable_scope_keys(user, VIEW_RUN_PERMISSION)
+    return granted == ALL_SCOPES or run.scope_key in granted or started_run(user, run)
+
+
+def reads_anything(user: Any) -> bool:
+    """Whether ``user`` may read some runs at all: the view permission in a scope, or a
+    scope it could have started runs in. A refusal for a user who reads nothing is a
+    403; for anyone else a run they cannot read is a 404, exactly as an unknown one."""
+    return bool(readable_scope_keys(user, VIEW_RUN_PERMISSION)) or bool(
+        is_active_user(user) and reviewer_scope_keys(user))
+
+
+def readable_pauses(user: Any) -> PauseQuerySet:
+    """The pauses ``user`` may read."""
+    return Pause.objects.in_scopes(readable_scope_keys(user, VIEW_PAUSE_PERMISSION))
+
+
+def readable_runs(user: Any) -> RunQuerySet:
+    """The runs ``user`` may read: its readable scopes', or else the runs it started.
+
+    Holding the view permission covers every scope of the user, so its own runs
+    (which the starter rule keeps to its scopes) are already among them: the two
+    never need joining with ``OR``.
+    """
+    granted = readable_scope_keys(user, VIEW_RUN_PERMISSION)
+    if granted:
+        return Run.objects.in_scopes(granted)
+    if not is_active_user(user):
+        return Run.objects.none()
+    return Run.objects.in_scopes(reviewer_scope_keys(user)).filter(started_by_id=user.pk)

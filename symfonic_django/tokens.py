@@ -165,18 +165,64 @@ def claimed_pause_id(token: Any) -> str | None:
     return jti
 
 
-def mint_watch_ticket(run_id: str) -> str:
-    """A short-lived credential to watch one run's stream (DESIGN section 7)."""
-    return signing.TimestampSigner(salt=TICKET_SALT, algorithm="sha256").sign(str(run_id))
+@dataclass(frozen=True, slots=True)
+class WatchTicket:
+    """What a watch ticket asserts: whom it was issued to, and which run tree it opens.
+
+    Exactly one of ``user_pk`` (the user it was issued to) and ``pause_id``
+    (for an anonymous ``resume/``: the spent pause it came from) is set. It
+    opens ``run_id`` (the run it was issued for) and, for a user, any run of the
+    same tree (``root_run_id``). It proves nothing else: whether its holder may
+    still watch is decided afresh at every connect (``consumers``).
+    """
+
+    root_run_id: str
+    run_id: str
+    user_pk: str | None
+    pause_id: str | None
 
 
-def verify_watch_ticket(ticket: str, run_id: str, *, max_age: int = TICKET_MAX_AGE) -> bool:
-    if not isinstance(ticket, str) or len(ticket) > MAX_TOKEN_LENGTH:
-        return False
+_TICKET_USER = "user"
+_TICKET_PAUSE = "pause"
+
+
+def _ticket_signer() -> signing.TimestampSigner:
+    return signing.TimestampSigner(salt=TICKET_SALT, algorithm="sha256")
+
+
+def mint_watch_ticket(run: Any, *, user: Any = None, pause_id: Any = None) -> str:
+    """A short-lived credential to watch ``run``'s tree, issued to ``user`` or, for an
+    anonymous ``resume/``, bound to the spent pause ``pause_id`` (exactly one of them).
+
+    ``run`` is a ``Run`` (anything with ``pk`` and ``root_id``). The ticket is
+    signed, not encrypted: it names ids, nothing secret.
+    """
+    if (user is None) == (pause_id is None):
+        raise ValueError("A watch ticket names either a user or a spent pause.")
+    subject = ([_TICKET_USER, str(user.pk)] if user is not None
+               else [_TICKET_PAUSE, str(pause_id)])
+    ticket = _ticket_signer().sign_object([str(run.root_id), str(run.pk), *subject])
+    if len(ticket) > MAX_TOKEN_LENGTH:  # a user model with a very long primary key
+        raise ValueError("This user's watch ticket would be longer than MAX_TOKEN_LENGTH.")
+    return ticket
+
+
+def read_watch_ticket(ticket: Any, *, max_age: int = TICKET_MAX_AGE) -> WatchTicket | None:
+    """The claims of a ticket this deployment issued within ``max_age`` seconds; ``None``
+    for anything else (malformed, oversized, tampered, expired, or not a ticket)."""
+    if not isinstance(ticket, str) or not ticket or len(ticket) > MAX_TOKEN_LENGTH:
+        return None
     try:
-        value = signing.TimestampSigner(salt=TICKET_SALT, algorithm="sha256").unsign(
-            ticket, max_age=max_age
-        )
-    except signing.BadSignature:
-        return False
-    return constant_time_compare(value, str(run_id))
+        values = _ticket_signer().unsign_object(ticket, max_age=max_age)
+    except (signing.BadSignature, ValueError, UnicodeDecodeError):
+        return None
+    if not (isinstance(values, list) and len(values) == 4
+            and all(isinstance(v, str) and v and not _UNSTORABLE.search(v) for v in values)
+            and _is_id(values[0]) and _is_id(values[1])):
+        return None
+    root_run_id, run_id, kind, subject = values
+    if kind == _TICKET_USER:
+        return WatchTicket(root_run_id, run_id, user_pk=subject, pause_id=None)
+    if kind == _TICKET_PAUSE and _is_id(subject):
+        return WatchTicket(root_run_id, run_id, user_pk=None, pause_id=subject)
+    return None

@@ -10,8 +10,10 @@ admin's catch-all does not swallow it::
 The page is then ``/admin/symfonic/runs/<run_id>/live/`` (URL name
 ``symfonic_run_live``); ``viewer_url(run)`` reverses it. It is plain
 JavaScript (``static/symfonic_django/viewer.js``, no build step) reading
-``/ws/symfonic/runs/<run_id>/`` with the reviewer's session. The scope rule is
-the API's: a run of a scope the user may not review is a 404.
+``/ws/symfonic/runs/<run_id>/`` with the reviewer's session. The read rule is
+the API's (``scopes.may_read_run``): the view permission for runs in the run's
+scope, or being the run's starter; any other run is a 404. Who answered a
+pause is named only to a user who may read the scope's pauses.
 
 Its words are translated: the page loads Django's JavaScript catalog of this
 app, mounted here as ``jsi18n/`` (URL name ``symfonic_jsi18n``), before
@@ -45,7 +47,7 @@ from django.views.decorators.http import require_safe
 from django.views.i18n import JavaScriptCatalog
 
 from .models import Decision, Pause, PauseStatus, Run
-from .scopes import reviewer_scope_keys
+from .scopes import VIEW_PAUSE_PERMISSION, readable_runs
 
 VIEWER_URL_NAME = "symfonic_run_live"
 STATE_URL_NAME = "symfonic_run_live_state"
@@ -85,8 +87,8 @@ def _admin_url_template(model: str) -> str | None:
 
 
 def _visible_run(request: HttpRequest, run_id: uuid.UUID) -> Run | None:
-    """The run if the user may review its scope; ``None`` for unknown and unseen alike."""
-    return Run.objects.in_scopes(reviewer_scope_keys(request.user)).filter(pk=run_id).first()
+    """The run if the user may read it; ``None`` for unknown and unseen alike."""
+    return readable_runs(request.user).filter(pk=run_id).first()
 
 
 def _pauses_of(run: Run) -> list[Pause]:
@@ -96,19 +98,22 @@ def _pauses_of(run: Run) -> list[Pause]:
                 .annotate(approvals_have=approvals).order_by("created_at", "pk"))
 
 
-def follow_state(run: Run, pauses: list[Pause]) -> dict[str, Any]:
+def follow_state(run: Run, pauses: list[Pause], *, show_answerers: bool = True
+                 ) -> dict[str, Any]:
     """Where ``run`` stands for its viewer: its status, its pauses, and its continuation.
 
     ``pending`` counts the pauses still waiting. ``continuation`` is ``None``
     until the last pause is resolved and the run continues (an expiry that
-    fails the run, or a cancellation, resolves them with none).
+    fails the run, or a cancellation, resolves them with none). Without
+    ``show_answerers`` (a starter who may not read the scope's pauses) no pause
+    names who answered it.
     """
     continuations = [p.continuation for p in pauses if p.continuation is not None]
     continuation = max(continuations, key=lambda c: c.created_at) if continuations else None
     return {
         "run": {"id": str(run.pk), "status": run.status, "status_label": run.get_status_display()},
         "pending": sum(1 for p in pauses if p.status == PauseStatus.PENDING),
-        "pauses": [_pause_state(p) for p in pauses],
+        "pauses": [_pause_state(p, show_answerer=show_answerers) for p in pauses],
         "continuation": continuation and {
             "id": str(continuation.pk),
             "status": continuation.status,
@@ -122,14 +127,26 @@ def follow_state(run: Run, pauses: list[Pause]) -> dict[str, Any]:
     }
 
 
-def _pause_state(pause: Pause) -> dict[str, Any]:
+def _state_for(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """``follow_state`` of a run the user may read, for that user.
+
+    Who answered is shown to a user who may read the scope's pauses. The run is
+    readable, so its scope is one of the user's (``scopes.may_read_run``): the
+    pause permission is all that is left to ask, without reading the scopes again.
+    """
+    return follow_state(run, _pauses_of(run),
+                        show_answerers=request.user.has_perm(VIEW_PAUSE_PERMISSION))
+
+
+def _pause_state(pause: Pause, *, show_answerer: bool) -> dict[str, Any]:
     need = pause.approvals_needed
+    answerer = pause.answered_by if show_answerer else None
     return {
         "id": str(pause.pk),
         "status": pause.status,
         "status_label": pause.get_status_display(),
         "answered_at": pause.answered_at and pause.answered_at.isoformat(),
-        "answered_by": pause.answered_by and pause.answered_by.get_username(),
+        "answered_by": answerer and answerer.get_username(),
         "answered_via": pause.answered_via,
         "answered_via_label": pause.get_answered_via_display() if pause.answered_via else "",
         "continuation_run_id": pause.continuation_id and str(pause.continuation_id),
@@ -141,11 +158,11 @@ def _pause_state(pause: Pause) -> dict[str, Any]:
 
 @staff_member_required
 def run_live(request: HttpRequest, run_id: uuid.UUID) -> TemplateResponse:
-    """The viewer page of one run the user may review (404 otherwise: no existence leak)."""
+    """The viewer page of one run the user may read (404 otherwise: no existence leak)."""
     run = _visible_run(request, run_id)
     if run is None:
         raise Http404("No such run.")
-    state = follow_state(run, _pauses_of(run))
+    state = _state_for(request, run)
     run_admin = _admin_url_template("run")
     continuation = state["continuation"]
     context = {
@@ -179,11 +196,10 @@ def _refusal(status: int, code: str, detail: str) -> JsonResponse:
 @never_cache
 @require_safe
 def run_live_state(request: HttpRequest, run_id: uuid.UUID) -> JsonResponse:
-    """``follow_state`` of one run the user may review, as JSON, for the viewer page.
+    """``follow_state`` of one run the user may read, as JSON, for the viewer page.
 
     The page's rule in the API's error shape: 401 without a session, 403 for a
-    user who is not staff, 404 for an unknown run or one of a scope the user
-    may not review. A constant number of queries, whatever the run holds.
+    user who is not staff, 404 for an unknown run or one the user may not read. A constant number of queries, whatever the run holds.
     """
     user = request.user
     if not user.is_authenticated:
@@ -193,7 +209,7 @@ def run_live_state(request: HttpRequest, run_id: uuid.UUID) -> JsonResponse:
     run = _visible_run(request, run_id)
     if run is None:
         return _refusal(404, "not_found", "No such run.")
-    return JsonResponse(follow_state(run, _pauses_of(run)))
+    return JsonResponse(_state_for(request, run))
 
 
 viewer_urlpatterns = [

@@ -34,7 +34,7 @@ from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
 from symfonic_django.models import Decision, IdempotentResponse, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.pauses import claims_for, token_for
-from symfonic_django.tokens import mint_token, scope_hash, verify_watch_ticket
+from symfonic_django.tokens import mint_token, read_watch_ticket, scope_hash
 from symfonic_django.turns import execute_run
 
 from .agents import APPROVE_PROMPT
@@ -135,7 +135,8 @@ def assert_accepted(response: Any) -> dict[str, Any]:
     if body["run_id"] is not None:
         assert set(body["stream"]) == {"path", "ticket"}
         assert body["stream"]["path"] == f"/ws/symfonic/runs/{body['run_id']}/"
-        assert verify_watch_ticket(body["stream"]["ticket"], body["run_id"])
+        ticket = read_watch_ticket(body["stream"]["ticket"])
+        assert ticket is not None and ticket.run_id == body["run_id"]
     return body
 
 

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from symfonic_django import pauses
-from symfonic_django.models import TurnEvent
+from symfonic_django.models import Run, TurnEvent
 from symfonic_django.pauses import token_for
 from symfonic_django.routing import websocket_urlpatterns
 from symfonic_django.tokens import mint_watch_ticket
@@ -56,11 +56,22 @@ def watch(run_id, *, user=None, query: str = "", raw_query: bytes | None = None,
     return async_to_sync(go)()
 
 
+def ticket_of(run, user=None) -> str:
+    """A watch ticket of ``run`` issued to ``user``: by default alice, a reviewer of acme
+    who may read and answer (``seed_demo``), as an answer over the API issues it."""
+    if user is None:
+        from example_project.shop.management.commands.seed_demo import seed_users
+
+        seed_users()
+        user = get_user_model().objects.get(username="alice")
+    return mint_watch_ticket(run, user=user)
+
+
 def test_a_finished_turn_replays_every_event_then_closes_1000(tenants):
     run, pause = paused_run()
     cont = pauses.approve(pause.pk).continuation
     execute_run(cont.pk)
-    events, code = watch(cont.pk, query=f"?ticket={mint_watch_ticket(str(cont.pk))}")
+    events, code = watch(cont.pk, query=f"?ticket={ticket_of(cont)}")
     assert code == 1000
     assert [e["seq"] for e in events] == list(range(1, TurnEvent.objects.filter(run=cont).count() + 1))
     assert events[0]["type"] == "turn.started" and events[-1]["type"] == "turn.completed"
@@ -69,7 +80,7 @@ def test_a_finished_turn_replays_every_event_then_closes_1000(tenants):
 
 def test_after_n_replays_only_the_missing_events(tenants):
     run, _ = paused_run()
-    events, code = watch(run.pk, query=f"?after=2&ticket={mint_watch_ticket(str(run.pk))}")
+    events, code = watch(run.pk, query=f"?after=2&ticket={ticket_of(run)}")
     assert [e["seq"] for e in events] == [3, 4] and code == 1000
     assert events[0]["type"] == "pause.requested" and events[0]["data"]["token"]
 
@@ -95,7 +106,9 @@ def test_a_reviewer_of_another_scope_gets_4404(tenants):
 
 
 def test_unknown_run_gets_4404(tenants):
-    ticket = mint_watch_ticket("00000000-0000-0000-0000-000000000001")
+    unknown = Run(pk="00000000-0000-0000-0000-000000000001",
+                  root_id="00000000-0000-0000-0000-000000000001")
+    ticket = ticket_of(unknown)
     assert watch("00000000-0000-0000-0000-000000000001", query=f"?ticket={ticket}") == ([], 4404)
 
 
@@ -109,7 +122,7 @@ def test_more_events_than_one_read_replay_in_order_then_close(tenants):
                                              data={"text": f"{i} "}, scope_key=cont.scope_key)
                                    for i in range(1, BATCH + 30)])
     append(cont, BATCH + 30, TurnCompleted(output="done"))
-    events, code = watch(cont.pk, query=f"?ticket={mint_watch_ticket(str(cont.pk))}")
+    events, code = watch(cont.pk, query=f"?ticket={ticket_of(cont)}")
     assert [e["seq"] for e in events] == list(range(1, BATCH + 31)) and code == 1000
     assert events[-1]["type"] == "turn.completed"
 
@@ -117,7 +130,7 @@ def test_more_events_than_one_read_replay_in_order_then_close(tenants):
 def test_after_the_end_closes_at_once_with_nothing_to_send(tenants):
     run, _ = paused_run()
     last = TurnEvent.objects.filter(run=run).count()
-    assert watch(run.pk, query=f"?after={last}&ticket={mint_watch_ticket(str(run.pk))}") == (
+    assert watch(run.pk, query=f"?after={last}&ticket={ticket_of(run)}") == (
         [], 1000)
 
 
@@ -146,7 +159,7 @@ def test_a_query_that_is_not_ascii_closes_4400(tenants):
 def test_unknown_query_parameters_are_ignored(tenants):
     run, _ = paused_run()
     events, code = watch(run.pk, query=f"?utm_source=x&after=3&ticket="
-                                       f"{mint_watch_ticket(str(run.pk))}")
+                                       f"{ticket_of(run)}")
     assert [e["seq"] for e in events] == [4] and code == 1000
 
 
@@ -178,7 +191,7 @@ def test_an_answerer_and_a_ticket_holder_watching_get_the_token(tenants):
     run, pause = paused_run()
     alice = get_user_model().objects.get(username="alice")
     assert requested(watch(run.pk, user=alice)[0])["token"] == token_for(pause)
-    ticket = mint_watch_ticket(str(run.pk))
+    ticket = ticket_of(run)
     assert requested(watch(run.pk, query=f"?ticket={ticket}")[0])["token"] == token_for(pause)
 
 
@@ -196,7 +209,9 @@ def test_revoking_a_reviewer_closes_their_open_socket_at_the_next_event(
 
     monkeypatch.setattr(consumers, "ACCESS_RECHECK_SECONDS", 0.0)
     dave = get_user_model().objects.create_user("dave", is_staff=True)
+    dave.user_permissions.add(Permission.objects.get(codename="view_run"))  # a reader of acme
     Membership.objects.create(user=dave, tenant=tenants["acme"])
+    dave = get_user_model().objects.get(pk=dave.pk)  # no cached permissions
     _, pause = paused_run()
     cont = pauses.approve(pause.pk).continuation  # queued: the watcher waits for its events
 
@@ -241,10 +256,11 @@ def test_what_a_client_sends_is_ignored_and_the_stream_goes_on(tenants, frame):
     from symfonic_django.runs import start_run
 
     run = start_run("echo", {}, scope="acme", dispatch=False)
+    ticket = ticket_of(run)
 
     async def go():
         comm = WebsocketCommunicator(
-            app, f"/ws/symfonic/runs/{run.pk}/?ticket={mint_watch_ticket(str(run.pk))}")
+            app, f"/ws/symfonic/runs/{run.pk}/?ticket={ticket}")
         assert (await comm.connect())[0]
         await comm.send_to(**frame)
         assert await comm.receive_nothing(timeout=0.3)  # still open, nothing sent back

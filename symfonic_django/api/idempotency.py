@@ -1,8 +1,12 @@
 """``Idempotency-Key`` as the IETF httpapi idempotency-key draft and Stripe have it.
 
-A key names one request of one caller (a user, or for ``resume/`` the pause
-token). Its record is written and committed *before* the work starts, with a
-fingerprint of the method, the path and the body:
+A key names one request of one caller: the authenticated user, or for an
+anonymous ``resume/`` the pause its token names (``views.resume_caller``). A
+record belongs to its caller: anyone else sending the same key, path and body
+is never replayed its response (which may carry the pause's scope, who
+answered, and a watch ticket issued to that caller); their request is judged
+on its own. The record is written and committed *before* the work starts,
+with a fingerprint of the method, the path and the body:
 
 - a duplicate while the first is in flight gets 409 ``idempotency_in_progress``
   (it never races the first for the pause, so it never sees ``already_answered``);

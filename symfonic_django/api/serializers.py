@@ -71,13 +71,29 @@ class AnswerRequestSerializer(serializers.Serializer[Any]):
         return attrs
 
 
+class StrictCharField(serializers.CharField):
+    """Text that must arrive as a JSON string: DRF's ``CharField`` turns ``0`` into "0"."""
+
+    default_error_messages = {"not_a_string": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+def comment_field() -> StrictCharField:
+    return StrictCharField(required=False, allow_blank=True, max_length=2000,
+                           help_text="A note for the record, as a JSON string.")
+
+
 class ApproveRequestSerializer(serializers.Serializer[Any]):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    comment = comment_field()
     edited_args = serializers.DictField(required=False, help_text="Only for a one-action pause.")
 
 
 class RejectRequestSerializer(serializers.Serializer[Any]):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    comment = comment_field()
 
 
 class ClaimSerializer(serializers.Serializer[Any]):

@@ -5,13 +5,16 @@ render it. Both pages load their scripts from ``drf_spectacular_sidecar``'s
 static files (``SPECTACULAR_SETTINGS`` ``SWAGGER_UI_DIST`` and ``REDOC_DIST``
 set to ``"SIDECAR"``), never from a CDN, so they work offline and behind a
 strict firewall.
+
+Any other path under the mount (``pauses/0.5/x/``, ``nothing/``) is the pinned
+JSON 404 ``{"code": "not_found", ...}``, never Django's HTML page.
 """
 
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from .views import PauseViewSet, ResumeView, RunViewSet
+from .views import PauseViewSet, ResumeView, RunViewSet, not_found
 
 app_name = "symfonic_api"
 
@@ -30,4 +33,7 @@ urlpatterns = [
                                       template_name="symfonic_django/api/redoc.html"),
          name="redoc"),
     *router.urls,
+    # Last: whatever the routes above do not name. Only paths ending in a slash, so
+    # APPEND_SLASH still sends "pauses" on to "pauses/".
+    re_path(r"^(?:.*/)?$", not_found, name="not_found"),
 ]

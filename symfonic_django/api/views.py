@@ -16,7 +16,9 @@ from typing import Any, NoReturn
 
 from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
 from django.utils.dateparse import parse_datetime
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -48,8 +50,8 @@ from ..exceptions import (
 )
 from ..models import AnsweredVia, Pause, PauseKind, PauseStatus, Run, RunStatus
 from ..runs import start_run
-from ..scopes import may_review, reviewer_scope_keys
-from ..tokens import mint_watch_ticket
+from ..scopes import may_read_pauses, readable_pauses, readable_runs, reviewer_scope_keys
+from ..tokens import claimed_pause_id, mint_watch_ticket
 from . import serializers as s
 from .authentication import not_authenticated_detail
 from .errors import exception_handler
@@ -169,23 +171,31 @@ def _body(serializer_class: type[Serializer[Any]], request: Request) -> dict[str
     return validated
 
 
-def accepted(pause: Pause | None, run_id: Any | None, *, show_scope: bool = True) -> Response:
-    """The pinned 202. ``show_scope=False`` gives the pause's ``scope`` as null."""
+def accepted(pause: Pause | None, run: Run | None, *, caller: Any,
+             show_scope: bool = True) -> Response:
+    """The pinned 202. ``show_scope=False`` gives the pause's ``scope`` as null.
+
+    The stream's watch ticket is issued to ``caller``, the authenticated user; for an
+    anonymous caller (``None``) it is bound to the answered ``pause`` instead
+    (``tokens.mint_watch_ticket``), and carries no pause token, ever.
+    """
     stream = None
-    if run_id is not None:
-        stream = {"path": f"/ws/symfonic/runs/{run_id}/", "ticket": mint_watch_ticket(str(run_id))}
+    if run is not None:
+        ticket = (mint_watch_ticket(run, user=caller) if caller is not None
+                  else mint_watch_ticket(run, pause_id=pause.pk if pause is not None else None))
+        stream = {"path": f"/ws/symfonic/runs/{run.pk}/", "ticket": ticket}
     shown = None
     if pause is not None:
         shown = s.PauseSerializer(pause, context={"show_scope": show_scope}).data
-    body = {"pause": shown, "run_id": str(run_id) if run_id is not None else None,
+    body = {"pause": shown, "run_id": str(run.pk) if run is not None else None,
             "stream": stream}
     return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-def accepted_resolution(resolution: pauses.Resolution, *, show_scope: bool = True) -> Response:
+def accepted_resolution(resolution: pauses.Resolution, *, caller: Any,
+                        show_scope: bool = True) -> Response:
     """The 202 for an answered pause: the turn that will run, if this was its last pause."""
-    continuation = resolution.continuation
-    response = accepted(resolution.pause, continuation.pk if continuation is not None else None,
+    response = accepted(resolution.pause, resolution.continuation, caller=caller,
                         show_scope=show_scope)
     if resolution.approvals is not None:  # counted, and the quorum still needs more
         approvals = resolution.approvals
@@ -249,8 +259,7 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
     permission_classes = [IsAuthenticated]
 
     def get_queryset(self) -> QuerySet[Pause]:
-        qs = Pause.objects.in_scopes(reviewer_scope_keys(self.request.user)).select_related(
-            "answered_by")
+        qs = readable_pauses(self.request.user).select_related("answered_by")
         params = self.request.query_params
         if "status" in params:
             if params["status"] not in PauseStatus.values:
@@ -309,7 +318,8 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
         common = {"actor": request.user, "via": AnsweredVia.API, "visible": self._visible()}
 
         def handle() -> Response:
-            return accepted_resolution(move(pause.pk, _body(body, request), common))
+            return accepted_resolution(move(pause.pk, _body(body, request), common),
+                                       caller=request.user)
 
         return idempotent(request, self._caller(), handle)
 
@@ -385,6 +395,17 @@ class PauseViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelM
         return self._claim(pauses.release)
 
 
+def resume_caller(actor: Any, token: str) -> str:
+    """Whose ``Idempotency-Key`` a ``resume/`` uses: the authenticated user's, or for an
+    anonymous caller the token's pause's. Another caller sending the same key and
+    body is judged on its own, never replayed what was answered to this one."""
+    if actor is not None:
+        return f"user:{actor.pk}"
+    pause_id = claimed_pause_id(token)
+    return (f"pause:{pause_id}" if pause_id is not None
+            else "token:" + hashlib.sha256(token.encode()).hexdigest()[:40])
+
+
 class ResumeView(SymfonicAPIView):
     """Answer a pause with its signed token: the token is the credential.
 
@@ -411,7 +432,6 @@ class ResumeView(SymfonicAPIView):
         attempts = FailedTokenAttempts(token)
         attempts.refuse_when_spent(token)
         actor = request.user if request.user and request.user.is_authenticated else None
-        caller = "token:" + hashlib.sha256(token.encode()).hexdigest()[:40]
 
         def handle() -> Response:
             try:
@@ -421,10 +441,10 @@ class ResumeView(SymfonicAPIView):
                 raise
             # A token holder need not be a reviewer; the tenant's key is for reviewers
             # (tokens carry only its keyed hash, rule C4).
-            return accepted_resolution(res, show_scope=actor is not None and may_review(
-                actor, res.pause.scope_key))
+            return accepted_resolution(res, caller=actor, show_scope=actor is not None and (
+                may_read_pauses(actor, res.pause.scope_key)))
 
-        return idempotent(request, caller, handle)
+        return idempotent(request, resume_caller(actor, token), handle)
 
 
 class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -436,7 +456,7 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
     permission_classes = [IsAuthenticated]
 
     def get_queryset(self) -> QuerySet[Run]:
-        runs = Run.objects.in_scopes(reviewer_scope_keys(self.request.user))
+        runs = readable_runs(self.request.user)
         # The filters are the list's; a run read by id is found whatever the query says.
         return self._filtered(runs) if self.action == "list" else runs
 
@@ -485,7 +505,7 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
         run = start_run(data["agent"], data["input"], scope=scope,
                         session_id=data.get("session_id", ""),
                         thread_id=data.get("thread_id", ""), started_by=request.user)
-        return accepted(None, run.pk)
+        return accepted(None, run, caller=request.user)
 
     @extend_schema(
         summary="Read one run",
@@ -514,3 +534,11 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
             rows_after(run.pk, after, EVENTS_PAGE), run,
             with_tokens=may_hold_tokens(request.user, run))})
 
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Any path under the API's mount that names nothing, such as an id the router does not
+    take (``pauses/0.5/``: DRF's ids stop at a dot): the pinned JSON 404, never Django's
+    HTML page, whatever the method and whoever asks (``urls.py`` routes the rest here)."""
+    return JsonResponse({"code": "not_found", "detail": "Not found."}, status=404)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import signing
 from django.utils import timezone
 from websockets.exceptions import InvalidStatus
@@ -71,8 +72,8 @@ def test_an_approval_streams_the_resumed_turn_to_a_ticket_holder_then_closes_100
 
 def test_a_dropped_watcher_reconnects_with_after_and_gets_exactly_the_missing_events(live, users):
     _, pause = paused_run("stream", {"n": 80, "sleep": 0.03})
-    cont_id = live.approve(pause.pk, users["alice"]["token"])["run_id"]
-    ticket = mint_watch_ticket(cont_id)
+    accepted = live.approve(pause.pk, users["alice"]["token"])
+    cont_id, ticket = accepted["run_id"], accepted["stream"]["ticket"]  # issued to alice
 
     async def go() -> tuple[Watch, Watch, str]:
         first = await watch(live.ws_url(cont_id, ticket=ticket), origin=live.origin,
@@ -95,8 +96,8 @@ def test_a_dropped_watcher_reconnects_with_after_and_gets_exactly_the_missing_ev
 def test_two_hundred_watchers_each_get_all_thousand_events_in_order(live, users, tmp_path):
     gate = tmp_path / "go"
     _, pause = paused_run("stream", {"n": BURST, "gate": str(gate)})
-    cont_id = live.approve(pause.pk, users["alice"]["token"])["run_id"]
-    ticket = mint_watch_ticket(cont_id)
+    accepted = live.approve(pause.pk, users["alice"]["token"])
+    cont_id, ticket = accepted["run_id"], accepted["stream"]["ticket"]  # issued to alice
 
     async def go() -> tuple[list[tuple[Watch, int]], float]:
         subscribed = [asyncio.Event() for _ in range(WATCHERS)]
@@ -155,8 +156,8 @@ def test_two_hundred_watchers_each_get_all_thousand_events_in_order(live, users,
 
 def test_a_redis_restart_mid_turn_loses_no_event_and_the_workers_carry_on(live, users):
     _, pause = paused_run("stream", {"n": 120, "sleep": 0.03})
-    cont_id = live.approve(pause.pk, users["alice"]["token"])["run_id"]
-    ticket = mint_watch_ticket(cont_id)
+    accepted = live.approve(pause.pk, users["alice"]["token"])
+    cont_id, ticket = accepted["run_id"], accepted["stream"]["ticket"]  # issued to alice
 
     async def go() -> tuple[Watch, int, list[int | None]]:
         seen, restarted_at, codes = Watch(), [], []
@@ -230,7 +231,9 @@ def test_refused_sockets_get_their_close_code_and_a_foreign_origin_no_handshake(
     other, _ = paused_run("echo", scope="globex")
     alice = live.login("alice", users["alice"]["password"])
     bob = live.login("bob", users["bob"]["password"])
-    expired = _OldTimestampSigner(salt=TICKET_SALT, algorithm="sha256").sign(str(run.pk))
+    bob_user = get_user_model().objects.get(username="bob")  # a reader of globex
+    expired = _OldTimestampSigner(salt=TICKET_SALT, algorithm="sha256").sign_object(
+        [str(run.root_id), str(run.pk), "user", str(bob_user.pk)])
 
     async def code(**kwargs: Any) -> int | None:
         seen = await watch(live.ws_url(run.pk, ticket=kwargs.pop("ticket", None)),
@@ -244,13 +247,13 @@ def test_refused_sockets_get_their_close_code_and_a_foreign_origin_no_handshake(
             "alice's session on globex": await code(cookie=alice),
             "bob's session on globex": await code(cookie=bob),
             "bad ticket": await code(ticket="not-a-ticket"),
-            "tampered ticket": await code(ticket=mint_watch_ticket(str(run.pk))[:-2] + "xx"),
-            "another run's ticket": await code(ticket=mint_watch_ticket(str(other.pk))),
+            "tampered ticket": await code(ticket=mint_watch_ticket(run, user=bob_user)[:-2] + "xx"),
+            "another run's ticket": await code(ticket=mint_watch_ticket(other, user=bob_user)),
             "expired ticket": await code(ticket=expired),
-            "fresh ticket": await code(ticket=mint_watch_ticket(str(run.pk))),
+            "fresh ticket": await code(ticket=mint_watch_ticket(run, user=bob_user)),
         }
         try:
-            await code(ticket=mint_watch_ticket(str(run.pk)), origin="http://evil.example")
+            await code(ticket=mint_watch_ticket(run, user=bob_user), origin="http://evil.example")
         except InvalidStatus as exc:
             out["wrong origin"] = exc.response.status_code
         return out

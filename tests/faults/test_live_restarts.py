@@ -40,7 +40,6 @@ from websockets.exceptions import WebSocketException
 
 from example_project.shop.models import Refund
 from symfonic_django.models import Run, RunStatus, TurnEvent
-from symfonic_django.tokens import mint_watch_ticket
 
 from ..conftest import paused_run
 from ..e2e.conftest import in_db, run_async, running_stack
@@ -115,10 +114,12 @@ class Trial:
     seconds: float = 0.0
 
 
-def approved_stream(stack: Stack, token: str, deltas: int, gate: Path) -> str:
-    """A stream turn approved over HTTP; it streams once ``gate`` exists."""
+def approved_stream(stack: Stack, token: str, deltas: int, gate: Path) -> tuple[str, str]:
+    """A stream turn approved over HTTP, and the watch ticket the approval was given;
+    it streams once ``gate`` exists."""
     _, pause = paused_run("stream", {"n": deltas, "sleep": SLEEP, "gate": str(gate)})
-    return str(stack.approve(pause.pk, token)["run_id"])
+    accepted = stack.approve(pause.pk, token)
+    return str(accepted["run_id"]), accepted["stream"]["ticket"]
 
 
 def run_trial(number: int, stack: Stack, token: str, watchers: int, deltas: int,
@@ -126,8 +127,7 @@ def run_trial(number: int, stack: Stack, token: str, watchers: int, deltas: int,
     """Start a turn, let ``watchers`` follow it, call ``restart()`` mid-turn, follow to the end."""
     started = time.monotonic()
     gate = tmp_path / f"go-{number}"
-    run_id = approved_stream(stack, token, deltas, gate)
-    ticket = mint_watch_ticket(run_id)
+    run_id, ticket = approved_stream(stack, token, deltas, gate)
     rng = random.Random(number)
     trial = Trial(number, run_id, [Follower() for _ in range(watchers)], deltas)
 

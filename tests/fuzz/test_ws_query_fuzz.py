@@ -86,7 +86,7 @@ def test_every_query_string_ends_in_a_pinned_close_code(tenants: dict[str, Any])
     alice = get_user_model().objects.get(username="alice")
     run, _ = paused_run()
     path = f"/ws/symfonic/runs/{run.pk}/"
-    ticket = mint_watch_ticket(str(run.pk))
+    ticket = mint_watch_ticket(run, user=alice)
     codes: dict[int | None, int] = {}
 
     @fuzz_settings(120)

@@ -1,7 +1,8 @@
 """``manage.py seed_demo --json``: tenants, reviewers and pending refund pauses.
 
 Creates tenants ``acme`` and ``globex``; users ``admin`` (superuser), ``alice``
-(reviewer of acme) and ``bob`` (reviewer of globex), each with a password and a
+(of acme) and ``bob`` (of globex), who may each start runs and read and answer
+pauses in their own tenant, each with a password and a
 DRF token; and pending approval pauses from the refund agent (``--pauses N``
 in acme, one in globex). The agent's first turn runs in this process.
 """
@@ -36,8 +37,10 @@ def seed_users() -> dict[str, dict[str, str]]:
     User = get_user_model()
     tenants = {slug: Tenant.objects.get_or_create(slug=slug, defaults={"name": name})[0]
                for slug, name in TENANTS.items()}
-    # alice and bob may start runs and answer pauses in their own tenant, whatever
-    # permissions later issues add for that (start_run: POST runs/).
+    # alice and bob may start runs (POST runs/), read their tenant's pauses, runs and
+    # events (view_pause, view_run and the other view_ permissions: reading needs them,
+    # membership alone is not enough) and answer its pauses (answer_pause). Membership
+    # (REVIEWER_SCOPES) keeps each to its own tenant.
     may_act = Permission.objects.filter(content_type__app_label="symfonic_django",
                                         codename__in=("answer_pause", "start_run"))
     view_perms = Permission.objects.filter(
