@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -23,6 +24,13 @@ from .conftest import paused_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 app = URLRouter(websocket_urlpatterns)
+
+
+def superuser() -> Any:
+    """A watcher who may read every run (whatever a ticket or a scope's rules become)."""
+    user, _ = get_user_model().objects.get_or_create(
+        username="root", defaults={"is_staff": True, "is_superuser": True})
+    return user
 
 
 def watch(run_id, *, user=None, query: str = "", raw_query: bytes | None = None,
@@ -99,19 +107,118 @@ def test_unknown_run_gets_4404(tenants):
     assert watch("00000000-0000-0000-0000-000000000001", query=f"?ticket={ticket}") == ([], 4404)
 
 
-def test_more_events_than_one_read_replay_in_order_then_close(tenants):
-    from symfonic_django.consumers import BATCH
+def stored_stream(n: int, *, text: str = "") -> Any:
+    """A queued continuation holding ``n`` deltas then ``turn.completed`` (seq ``n + 1``)."""
     from symfonic_django.events import MessageDelta, TurnCompleted, append
 
     _, pause = paused_run()
     cont = pauses.approve(pause.pk).continuation  # queued: no events of its own yet
     TurnEvent.objects.bulk_create([TurnEvent(run=cont, seq=i, type=MessageDelta.type,
-                                             data={"text": f"{i} "}, scope_key=cont.scope_key)
-                                   for i in range(1, BATCH + 30)])
-    append(cont, BATCH + 30, TurnCompleted(output="done"))
-    events, code = watch(cont.pk, query=f"?ticket={mint_watch_ticket(str(cont.pk))}")
-    assert [e["seq"] for e in events] == list(range(1, BATCH + 31)) and code == 1000
-    assert events[-1]["type"] == "turn.completed"
+                                             data={"text": f"{i} {text}"},
+                                             scope_key=cont.scope_key)
+                                   for i in range(1, n + 1)])
+    append(cont, n + 1, TurnCompleted(output="done"))
+    return cont
+
+
+def test_a_watcher_more_than_a_page_behind_is_closed_4408_and_resumes_with_after_losing_nothing(
+        tenants):
+    from symfonic_django.consumers import BATCH
+
+    cont = stored_stream(BATCH + 29)
+    root = superuser()
+    seen: list[dict] = []
+    codes: list[int | None] = []
+    while not codes or codes[-1] == 4408:
+        closed: list[dict] = []
+        after = f"?after={seen[-1]['seq']}" if seen else ""
+        events, code = watch(cont.pk, user=root, query=after, closed=closed)
+        assert len(events) <= BATCH
+        if code == 4408:
+            assert closed[0]["reason"] == (
+                f"too far behind: reconnect with ?after={events[-1]['seq']}")
+        seen += events
+        codes.append(code)
+    assert codes == [4408, 1000]
+    assert [e["seq"] for e in seen] == list(range(1, BATCH + 31))  # nothing lost, nothing twice
+    assert seen[-1]["type"] == "turn.completed"
+
+
+def test_a_page_holds_at_most_page_bytes_of_events_however_few(tenants):
+    from symfonic_django.consumers import PAGE_BYTES
+
+    cont = stored_stream(300, text="x" * 4000)  # 300 events of 4 KB: 1.2 MB, over a page
+    root = superuser()
+    seen: list[dict] = []
+    codes: list[int | None] = []
+    while not codes or codes[-1] == 4408:
+        events, code = watch(cont.pk, user=root,
+                             query=f"?after={seen[-1]['seq']}" if seen else "")
+        assert sum(len(json.dumps(e)) for e in events) <= PAGE_BYTES
+        seen += events
+        codes.append(code)
+    assert codes[-1] == 1000 and len(codes) >= 3
+    assert [e["seq"] for e in seen] == list(range(1, 302))
+
+
+def test_a_reader_at_the_head_of_a_live_run_is_sent_its_events_as_they_come(tenants):
+    """The page bounds a catch-up, not a stream: events rung one by one are sent one by one."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django.runs import start_run
+
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/")
+        comm.scope["user"] = await database_sync_to_async(superuser)()
+        assert (await comm.connect())[0]
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        types, code = [], None
+        while code is None:
+            out = await comm.receive_output(timeout=5)
+            if out["type"] == "websocket.close":
+                code = out.get("code")
+            else:
+                types.append(json.loads(out["text"])["type"])
+        await comm.disconnect()
+        return types, code
+
+    types, code = async_to_sync(go)()
+    assert code == 1000 and types[0] == "turn.started" and types[-1] == "turn.paused"
+
+
+@pytest.mark.parametrize("doorbell", [True, False], ids=["rung", "doorbell-lost"])
+def test_a_socket_past_the_end_of_a_live_run_waits_then_closes_1000_after_the_terminal_event(
+        tenants, monkeypatch, doorbell):
+    """Before, it never closed: the terminal event's seq was not after ``after``, so it was
+    never sent, and nothing else closed the socket."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django import consumers, events
+    from symfonic_django.runs import start_run
+
+    if not doorbell:  # the layer never rings: the poll finds the turn ended
+        async def silent(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        monkeypatch.setattr(events, "aring", silent)
+        monkeypatch.setattr(consumers, "POLL_INTERVAL", 0.05)
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/?after=50")
+        comm.scope["user"] = await database_sync_to_async(superuser)()
+        assert (await comm.connect())[0]
+        assert await comm.receive_nothing(timeout=0.3)  # live: it waits like any other
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        out = await comm.receive_output(timeout=5)
+        await comm.disconnect()
+        return out
+
+    out = async_to_sync(go)()
+    assert out == {"type": "websocket.close", "code": 1000}
+    assert 0 < TurnEvent.objects.filter(run=run).count() < 50  # the turn ended before seq 50
 
 
 def test_after_the_end_closes_at_once_with_nothing_to_send(tenants):
