@@ -38,17 +38,20 @@ MAX_POLL_INTERVAL = 5.0
 #: Rows read per database round trip.
 BATCH = 500
 
-#: The most one socket is handed while it catches up: a page, at most ``BATCH`` events and
-#: ``PAGE_BYTES`` of JSON (at least one event, however large). A watcher the database
-#: still holds more for after that is too far behind: it is closed 4408 and resumes with
-#: ``?after=``. Why a page and not "whatever the client has not read": the ASGI ``send``
-#: tells the application nothing under daphne, which writes every message into Twisted's
-#: transport buffer at once (no backpressure: django/daphne#170), so a socket that never
-#: reads would otherwise hold the whole stream in the server (20,000 events of 1 KB on
-#: 20 sockets took daphne from 195 to 610 MB). A page is what one read returns anyway;
-#: 512 KiB keeps large events (tool results) from multiplying it: a thousand stalled
-#: sockets hold at most half a gigabyte, a reader that keeps up reconnects once per page.
+#: The most one connection is handed: a page, at most ``PAGE_EVENTS`` events and
+#: ``PAGE_BYTES`` of JSON (at least one event, however large). A watcher with more to
+#: come, replayed or live, is then closed 4408 and resumes with ``?after=``. Why a page
+#: per connection and not "whatever the client has not read yet": under daphne the ASGI
+#: ``send`` tells the application nothing, as daphne writes every message into Twisted's
+#: transport buffer at once, read or not (no backpressure: django/daphne#170). A socket
+#: that never reads held the whole stream in the server (20,000 events of 1 KB on 20
+#: sockets took daphne from 195 to 610 MB). The application cannot see what was read,
+#: so it bounds what it hands over. 512 KiB: a thousand stalled sockets hold at most half
+#: a gigabyte, and a reader that keeps up reconnects once per 512 KiB of events (the
+#: viewer does so at once). The count bounds what small events cost beside their bytes
+#: (each is a message of its own in the server's buffer).
 PAGE_BYTES = 512 * 1024
+PAGE_EVENTS = 4 * BATCH
 
 log = logging.getLogger(__name__)
 
@@ -177,18 +180,16 @@ def _ended_by(run: Run, seq: int) -> bool:
 
 
 class Page:
-    """What one socket may be handed while it catches up (``BATCH`` events, ``PAGE_BYTES``)."""
+    """What one connection may be handed: ``PAGE_EVENTS`` events, ``PAGE_BYTES`` of JSON."""
 
     def __init__(self) -> None:
         self.events = 0
         self.size = 0
-        self.full = False  # an event was left unsent: the watcher is more than a page behind
 
     def take(self, text: str) -> bool:
         """Count ``text`` in, or say (False) that it no longer fits."""
         size = len(text)
-        if self.events and (self.events >= BATCH or self.size + size > PAGE_BYTES):
-            self.full = True
+        if self.events and (self.events >= PAGE_EVENTS or self.size + size > PAGE_BYTES):
             return False
         self.events += 1
         self.size += size
@@ -240,6 +241,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     #: Nothing has been sent since the socket opened, so its ``after`` may be past the
     #: end of the stream: the terminal event may be one it will never be sent.
     waiting_past = False
+    page: Page  # what this connection has been handed
     #: The session watcher's user (``None`` for a ticket holder), and when their access
     #: is next read afresh before more events go out.
     user_pk: Any = None
@@ -285,11 +287,11 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             await self.finish()
             return
         self.waiting_past = not events
-        page = Page()  # the first read and the read after the join share one page
+        self.page = Page()
         async with self.lock:
-            await self.send_events(events, [json.dumps(event) for event in events], page)
+            await self.send_events(events, [json.dumps(event) for event in events])
         if not self.closed:
-            await self.pump(page)
+            await self.pump()
         if not self.closed:
             self.poller = asyncio.ensure_future(self.poll())
 
@@ -329,16 +331,16 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
                 _ended_by)(self.run, self.last_seq):
             await self.finish()
 
-    async def send_events(self, events: list[dict[str, Any]], texts: list[str],
-                          page: Page | None = None) -> None:
-        """Send ``events`` (already encoded as ``texts``) that continue ``last_seq``; while
-        catching up, only what fits in ``page``."""
+    async def send_events(self, events: list[dict[str, Any]], texts: list[str]) -> None:
+        """Send ``events`` (already encoded as ``texts``) that continue ``last_seq``, as far
+        as this connection's page goes; then close it 4408."""
         if events and not self.closed and not await self.still_allowed():
             return
         for event, text in zip(events, texts, strict=True):
             if event["seq"] != self.last_seq + 1 or self.closed:
                 return
-            if page is not None and not page.take(text):
+            if not self.page.take(text):
+                await self.too_far_behind()
                 return
             await self.send(text_data=text)
             self.last_seq = event["seq"]
@@ -347,19 +349,14 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
                 await self.finish()
                 return
 
-    async def pump(self, page: Page | None = None) -> None:
-        """Send what the database holds after ``last_seq``, a page at most; a watcher still
-        behind after a page is closed 4408 and resumes with ``?after=``."""
-        page = page or Page()
+    async def pump(self) -> None:
+        """Send everything the database holds after ``last_seq`` (as far as the page goes)."""
         async with self.lock:
             while not self.closed and self.run is not None:
                 if not await self.still_allowed():  # before the read: it mints tokens or not
                     return
                 events, texts = await read_rows(self.run, self.last_seq, self.with_tokens)
-                await self.send_events(events, texts, page)
-                if page.full and not self.closed:
-                    await self.too_far_behind()
-                    return
+                await self.send_events(events, texts)
                 if len(events) < BATCH:
                     return
 

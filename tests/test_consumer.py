@@ -121,44 +121,91 @@ def stored_stream(n: int, *, text: str = "") -> Any:
     return cont
 
 
-def test_a_watcher_more_than_a_page_behind_is_closed_4408_and_resumes_with_after_losing_nothing(
-        tenants):
-    from symfonic_django.consumers import BATCH
-
-    cont = stored_stream(BATCH + 29)
-    root = superuser()
+def follow(run_id: Any, user: Any, after: int = 0,
+           ) -> tuple[list[dict], list[int | None], list[list[dict]]]:
+    """Watch from ``after``, reconnecting with ``?after=`` after each 4408 as a client
+    should: every event received, the close codes in turn, the events of each connection."""
     seen: list[dict] = []
     codes: list[int | None] = []
+    connections: list[list[dict]] = []
     while not codes or codes[-1] == 4408:
         closed: list[dict] = []
-        after = f"?after={seen[-1]['seq']}" if seen else ""
-        events, code = watch(cont.pk, user=root, query=after, closed=closed)
-        assert len(events) <= BATCH
+        events, code = watch(run_id, user=user, closed=closed,
+                             query=f"?after={seen[-1]['seq'] if seen else after}")
         if code == 4408:
             assert closed[0]["reason"] == (
                 f"too far behind: reconnect with ?after={events[-1]['seq']}")
         seen += events
         codes.append(code)
-    assert codes == [4408, 1000]
-    assert [e["seq"] for e in seen] == list(range(1, BATCH + 31))  # nothing lost, nothing twice
+        connections.append(events)
+    return seen, codes, connections
+
+
+def test_a_watcher_more_than_a_page_behind_is_closed_4408_and_resumes_with_after_losing_nothing(
+        tenants):
+    from symfonic_django.consumers import PAGE_BYTES
+
+    cont = stored_stream(1100, text="x" * 1000)  # 1,100 events of ~1.1 KB: over two pages
+    seen, codes, connections = follow(cont.pk, superuser())
+    assert codes == [4408, 4408, 1000]
+    for events in connections:
+        assert sum(len(json.dumps(e)) for e in events) <= PAGE_BYTES
+    assert [e["seq"] for e in seen] == list(range(1, 1102))  # nothing lost, nothing twice
     assert seen[-1]["type"] == "turn.completed"
 
 
-def test_a_page_holds_at_most_page_bytes_of_events_however_few(tenants):
-    from symfonic_django.consumers import PAGE_BYTES
+def test_a_page_holds_at_most_page_events_however_small(tenants):
+    from symfonic_django.consumers import PAGE_EVENTS
 
-    cont = stored_stream(300, text="x" * 4000)  # 300 events of 4 KB: 1.2 MB, over a page
-    root = superuser()
-    seen: list[dict] = []
-    codes: list[int | None] = []
-    while not codes or codes[-1] == 4408:
-        events, code = watch(cont.pk, user=root,
-                             query=f"?after={seen[-1]['seq']}" if seen else "")
-        assert sum(len(json.dumps(e)) for e in events) <= PAGE_BYTES
-        seen += events
-        codes.append(code)
-    assert codes[-1] == 1000 and len(codes) >= 3
-    assert [e["seq"] for e in seen] == list(range(1, 302))
+    cont = stored_stream(PAGE_EVENTS + 99)
+    seen, codes, connections = follow(cont.pk, superuser())
+    assert codes == [4408, 1000] and len(connections[0]) == PAGE_EVENTS
+    assert [e["seq"] for e in seen] == list(range(1, PAGE_EVENTS + 101))
+
+
+def test_an_event_larger_than_a_page_is_still_sent_one_per_connection(tenants, monkeypatch):
+    from symfonic_django import consumers
+
+    monkeypatch.setattr(consumers, "PAGE_BYTES", 1000)
+    cont = stored_stream(3, text="x" * 2000)
+    seen, codes, connections = follow(cont.pk, superuser())
+    assert [len(events) for events in connections] == [1, 1, 1, 1] and codes[-1] == 1000
+    assert [e["seq"] for e in seen] == [1, 2, 3, 4]
+
+
+def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
+        tenants, monkeypatch):
+    """Events rung one by one count as well: the server cannot tell a socket that reads
+    them from one that does not, so a connection carries a page, live or replayed."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django import consumers
+    from symfonic_django.runs import start_run
+
+    monkeypatch.setattr(consumers, "PAGE_EVENTS", 2)
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/")
+        comm.scope["user"] = await database_sync_to_async(superuser)()
+        assert (await comm.connect())[0]
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        events, code = [], None
+        while code is None:
+            out = await comm.receive_output(timeout=5)
+            if out["type"] == "websocket.close":
+                code = out.get("code")
+            else:
+                events.append(json.loads(out["text"]))
+        await comm.disconnect()
+        return events, code
+
+    live, code = async_to_sync(go)()
+    assert code == 4408 and [e["seq"] for e in live] == [1, 2]
+    rest, codes, _ = follow(run.pk, superuser(), after=live[-1]["seq"])
+    assert codes[-1] == 1000
+    assert [e["seq"] for e in live + rest] == list(range(1, TurnEvent.objects.filter(
+        run=run).count() + 1))
 
 
 def test_a_reader_at_the_head_of_a_live_run_is_sent_its_events_as_they_come(tenants):

@@ -13,17 +13,18 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from symfonic_django.consumers import BATCH, PAGE_BYTES
+from symfonic_django.consumers import PAGE_BYTES, PAGE_EVENTS
 from symfonic_django.events import MessageDelta, group_name
-from symfonic_django.models import Run, TurnEvent
+from symfonic_django.models import Run, RunStatus, TurnEvent
 from symfonic_django.runs import start_run
 
+from ..conftest import paused_run
 from .conftest import run_async
 from .stack import Stack, wait_for
 
@@ -34,6 +35,7 @@ SILENT_SOCKETS = 20
 EVENTS = 20_000
 EVENT_TEXT = "x" * 1000  # an event of about 1 KB on the wire
 BURST = 300
+LIVE_EVENTS = 5_000
 
 
 def rss_kb(pid: int) -> int:
@@ -139,41 +141,68 @@ def frames(data: bytes) -> Iterator[tuple[int, bytes]]:
         at += size
 
 
-def test_twenty_sockets_that_never_read_a_20000_event_run_grow_daphne_by_under_50_mb(
-        live, users):
-    run = live_run_with_events(EVENTS)
-    cookie = live.login("admin", users["admin"]["password"])
+def silent_sockets_cost(live: Stack, run_id: Any, cookie: str, what: str,
+                        start: Callable[[], None] | None = None) -> float:
+    """Open ``SILENT_SOCKETS`` sockets on the run that never read (then ``start()`` the
+    run streaming, when given), until the server has closed them all; daphne's peak RSS
+    growth in MB. Each socket must have been handed a page at most, and closed 4408."""
     daphne = live.proc("daphne").pid
-    path = f"/ws/symfonic/runs/{run.pk}/?after=0"
+    path = f"/ws/symfonic/runs/{run_id}/?after=0"
     before = rss_kb(daphne)
-
     started = time.monotonic()
     with peak_rss(daphne) as peak:
         sockets = [open_silent_socket(live, path, cookie) for _ in range(SILENT_SOCKETS)]
         try:
-            # Each is sent a page, then closed 4408, and its consumer leaves the group. Watch
-            # for 3 s at least (the sockets may join after the first look), 30 s at most.
+            if start is not None:
+                start()
+            # Each is handed a page, then closed 4408, and its consumer leaves the group.
+            # Watch 3 s at least (the sockets may join after the first look), 30 s at most.
             while time.monotonic() - started < 30 and (
-                    time.monotonic() - started < 3 or group_members(live, run.pk)):
+                    time.monotonic() - started < 3 or group_members(live, run_id)):
                 time.sleep(0.2)
+            seconds = time.monotonic() - started
             after = rss_kb(daphne)
             ended = [drain(sock, timeout=5) for sock in sockets]
         finally:
             for sock in sockets:
                 sock.close()
     grew_mb = (peak[0] - before) / 1024
-    print(f"\n{SILENT_SOCKETS} silent sockets, {EVENTS:,} events of ~1 KB: daphne {before / 1024:.0f}"
-          f" MB before, peak {peak[0] / 1024:.0f} MB (+{grew_mb:.1f} MB), {after / 1024:.0f} MB"
-          f" after; closed within {time.monotonic() - started:.1f} s")
-
-    assert grew_mb < 50
+    print(f"\n{SILENT_SOCKETS} silent sockets, {what}: daphne {before / 1024:.0f} MB before, "
+          f"peak {peak[0] / 1024:.0f} MB (+{grew_mb:.1f} MB), {after / 1024:.0f} MB after; "
+          f"out of the group after {seconds:.1f} s")
     for data, closed in ended:
         assert closed, "the server never ended a socket that does not read"
         sent = list(frames(data))
         texts = [payload for opcode, payload in sent if opcode == 0x1]
-        assert len(texts) <= BATCH and sum(map(len, texts)) <= PAGE_BYTES  # a page at most
+        assert len(texts) <= PAGE_EVENTS and sum(map(len, texts)) <= PAGE_BYTES  # a page at most
         codes = [int.from_bytes(payload[:2], "big") for opcode, payload in sent if opcode == 0x8]
         assert codes in ([], [4408])  # a close frame that arrived before the drop says 4408
+    return grew_mb
+
+
+def test_twenty_sockets_that_never_read_a_20000_event_run_grow_daphne_by_under_50_mb(
+        live, users):
+    run = live_run_with_events(EVENTS)
+    cookie = live.login("admin", users["admin"]["password"])
+    grew_mb = silent_sockets_cost(live, run.pk, cookie, f"{EVENTS:,} stored events of ~1 KB")
+    assert grew_mb < 50
+
+
+def test_twenty_sockets_that_never_read_a_turn_streaming_live_grow_daphne_by_under_50_mb(
+        live, users, tmp_path):
+    """The same sockets on a turn a worker streams while they watch: events rung one by
+    one count toward the page as replayed ones do."""
+    gate = tmp_path / "go"
+    _, pause = paused_run("stream", {"n": LIVE_EVENTS, "pad": 1000, "gate": str(gate)})
+    cont_id = live.approve(pause.pk, users["alice"]["token"])["run_id"]
+    cookie = live.login("admin", users["admin"]["password"])
+    grew_mb = silent_sockets_cost(live, cont_id, cookie,
+                                  f"a turn streaming {LIVE_EVENTS:,} events of ~1 KB live",
+                                  start=gate.touch)
+    assert grew_mb < 50
+    wait_for(lambda: Run.objects.get(pk=cont_id).status == RunStatus.COMPLETED, timeout=90,
+             what="the streaming turn to complete", detail=live.logs)
+    assert TurnEvent.objects.filter(run_id=cont_id).count() == LIVE_EVENTS + 2
 
 
 def test_three_hundred_sockets_closed_at_once_leave_no_member_in_the_group(live, users):

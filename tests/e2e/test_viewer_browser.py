@@ -146,17 +146,17 @@ def test_the_viewer_is_for_staff_only(live, users):
 
 
 def test_the_viewer_reads_a_run_longer_than_a_page_across_4408_closes_once_each(live, users):
-    """The server hands a socket a page at a time while it catches up (4408 after each);
-    the page reconnects with ?after= at once and renders every event exactly once."""
-    from symfonic_django.consumers import BATCH
+    """The server hands a connection a page (512 KiB of events) and closes it 4408; the
+    page reconnects with ?after= at once and renders every event exactly once."""
     from symfonic_django.events import MessageDelta, TurnCompleted, append
     from symfonic_django.models import TurnEvent
     from symfonic_django.runs import start_run
 
-    words = 2 * BATCH + 100
+    words = 1100  # of ~1.2 KB each on the wire (a padding field the page does not show)
     run = start_run("echo", {}, scope="acme", dispatch=False)
     TurnEvent.objects.bulk_create([TurnEvent(run=run, seq=i, type=MessageDelta.type,
-                                             data={"text": f"{i} "}, scope_key=run.scope_key)
+                                             data={"text": f"{i} ", "pad": "x" * 1000},
+                                             scope_key=run.scope_key)
                                    for i in range(1, words + 1)])
     append(run, words + 1, TurnCompleted(output="done"))
     with chromium() as browser:
