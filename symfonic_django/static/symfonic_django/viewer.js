@@ -2,11 +2,12 @@
  *
  * Every event is rendered once, in seq order. When the socket drops it reconnects
  * with ?after=<last seq>, so the server replays exactly what was missed. A 4408
- * close (this page fell more than a page of events behind: the server sends a long
- * replay a page per connection) reconnects the same way at once. It stops only at
- * the server's 1000 close after the turn's terminal event, or at a 44xx refusal. (A close the page starts itself also reads 1000 here: daphne answers a
- * client's close frame with 1000, whatever code it carried; so 1000 alone is not
- * the end.) Text from events is only ever set as textContent, never as HTML.
+ * close (a connection carries a page of events at most, 2,000 or 512 KiB) reconnects
+ * the same way at once. It stops only at the server's 1000 close after the turn's
+ * terminal event, or at a 44xx refusal. (A close the page starts itself also reads
+ * 1000 here: daphne answers a client's close frame with 1000, whatever code it
+ * carried; so 1000 alone is not the end.) Text from events is only ever set as
+ * textContent, never as HTML.
  *
  * A paused turn is not the end of the story. The socket closes after turn.paused,
  * so the page then asks the run's state URL (viewer.py) how its pauses stand: at
