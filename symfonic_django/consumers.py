@@ -26,7 +26,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
 from .delivery import may_hold_tokens, wire_events
-from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, next_seq, rows_after
+from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, rows_after
 from .models import Run, RunStatus, TurnEvent
 from .scopes import may_review, reviewer_scope_keys
 from .tokens import MAX_TOKEN_LENGTH, verify_watch_ticket
@@ -74,8 +74,8 @@ CLOSE_TOO_FAR_BEHIND = 4408
 #: closing at once left up to 280 members in the group. Taking turns keeps a burst well
 #: inside the pool, beside the layer's own receive and the doorbells it sends.
 GROUP_OPERATIONS = 20
-#: Attempts at leaving a group, a second apart at most: a failure (a Redis restart) must
-#: not leave a member behind when a second try would have removed it.
+#: Attempts at leaving a group (a quarter, then half a second apart): a failure (a Redis
+#: restart) must not leave a member behind when a second try would have removed it.
 LEAVE_ATTEMPTS = 3
 
 
@@ -165,11 +165,6 @@ def _open(run_id: uuid.UUID, user: Any, after: int,
     with_tokens = user is None or may_hold_tokens(user, run)
     events = _rows_after(run, after, with_tokens)
     return run, None, with_tokens, events, not events and run.status in ENDED
-
-
-def _past_the_end(run: Run, after: int) -> bool:
-    """Whether ``after`` is beyond every event the run has stored so far."""
-    return next_seq(run.pk) - 1 < after
 
 
 def _ended_by(run: Run, seq: int) -> bool:
