@@ -17,6 +17,7 @@ import logging
 import re
 import time
 import uuid
+import weakref
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -27,7 +28,7 @@ from django.core.exceptions import ValidationError
 
 from .delivery import may_hold_tokens, wire_events
 from .events import LAYER_TIMEOUT, TERMINAL_TYPES, group_name, rows_after
-from .models import Pause, Run, RunStatus
+from .models import Pause, Run, RunStatus, TurnEvent
 from .scopes import is_active_user, may_read_run, reads_anything
 from .tokens import MAX_TOKEN_LENGTH, WatchTicket, read_watch_ticket
 
@@ -37,6 +38,21 @@ POLL_INTERVAL = 0.5
 MAX_POLL_INTERVAL = 5.0
 #: Rows read per database round trip.
 BATCH = 500
+
+#: The most one connection is handed: a page, at most ``PAGE_EVENTS`` events and
+#: ``PAGE_BYTES`` of JSON (at least one event, however large). A watcher with more to
+#: come, replayed or live, is then closed 4408 and resumes with ``?after=``. Why a page
+#: per connection and not "whatever the client has not read yet": under daphne the ASGI
+#: ``send`` tells the application nothing, as daphne writes every message into Twisted's
+#: transport buffer at once, read or not (no backpressure: django/daphne#170). A socket
+#: that never reads held the whole stream in the server (20,000 events of 1 KB on 20
+#: sockets took daphne from 195 to 610 MB). The application cannot see what was read,
+#: so it bounds what it hands over. 512 KiB: a thousand stalled sockets hold at most half
+#: a gigabyte, and a reader that keeps up reconnects once per 512 KiB of events (the
+#: viewer does so at once). The count bounds what small events cost beside their bytes
+#: (each is a message of its own in the server's buffer).
+PAGE_BYTES = 512 * 1024
+PAGE_EVENTS = 4 * BATCH
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +68,17 @@ CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_AUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_FAR_BEHIND = 4408
+
+#: Group operations (join, leave) in flight at once per event loop. channels_redis takes a
+#: connection from redis-py's asyncio pool for each, and that pool raises
+#: ``MaxConnectionsError`` rather than wait once 100 (its default) are in use: 300 sockets
+#: closing at once left up to 280 members in the group. Taking turns keeps a burst well
+#: inside the pool, beside the layer's own receive and the doorbells it sends.
+GROUP_OPERATIONS = 20
+#: Attempts at leaving a group (a quarter, then half a second apart): a failure (a Redis
+#: restart) must not leave a member behind when a second try would have removed it.
+LEAVE_ATTEMPTS = 3
 
 
 #: ``after`` is a ``seq``, a positive 32-bit integer column: ASCII digits, at most this.
@@ -183,6 +210,43 @@ def _open(run_id: uuid.UUID, user: Any, ticket: WatchTicket | None, after: int,
             not events and run.status in ENDED)
 
 
+def _ended_by(run: Run, seq: int) -> bool:
+    """Whether the run's turn has ended with nothing stored after ``seq``: its terminal
+    event (written in the same transaction as its final status) is at or before ``seq``."""
+    return (Run.objects.filter(pk=run.pk, status__in=ENDED).exists()
+            and not TurnEvent.objects.filter(run_id=run.pk, seq__gt=seq).exists())
+
+
+class Page:
+    """What one connection may be handed: ``PAGE_EVENTS`` events, ``PAGE_BYTES`` of JSON."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.size = 0
+
+    def take(self, text: str) -> bool:
+        """Count ``text`` in, or say (False) that it no longer fits."""
+        size = len(text)
+        if self.events and (self.events >= PAGE_EVENTS or self.size + size > PAGE_BYTES):
+            return False
+        self.events += 1
+        self.size += size
+        return True
+
+
+_group_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary())
+
+
+def group_turn() -> asyncio.Semaphore:
+    """The running loop's turn at a group operation (``GROUP_OPERATIONS`` at once)."""
+    loop = asyncio.get_running_loop()
+    turn = _group_turns.get(loop)
+    if turn is None:
+        turn = _group_turns[loop] = asyncio.Semaphore(GROUP_OPERATIONS)
+    return turn
+
+
 _reads: dict[tuple[Any, ...], asyncio.Future[tuple[list[dict[str, Any]], list[str]]]] = {}
 
 
@@ -212,6 +276,10 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     last_seq = 0
     closed = False
     rang = False  # a doorbell arrived since the poller last looked
+    #: Nothing has been sent since the socket opened, so its ``after`` may be past the
+    #: end of the stream: the terminal event may be one it will never be sent.
+    waiting_past = False
+    page: Page  # what this connection has been handed
     #: The watcher's user, from its session or its ticket (``None`` for the holder of a
     #: spent pause's ticket), and when their access is next read afresh before more
     #: events go out.
@@ -257,6 +325,8 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         if ended:
             await self.finish()
             return
+        self.waiting_past = not events
+        self.page = Page()
         async with self.lock:
             await self.send_events(events, [json.dumps(event) for event in events])
         if not self.closed:
@@ -291,21 +361,36 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             return False
         return True
 
+    async def too_far_behind(self) -> None:
+        await self.refuse(CLOSE_TOO_FAR_BEHIND,
+                          f"too far behind: reconnect with ?after={self.last_seq}")
+
+    async def finish_if_ended(self) -> None:
+        """Close 1000 when the turn has ended at or before ``last_seq`` (``after`` was past it)."""
+        if self.waiting_past and self.run is not None and await database_sync_to_async(
+                _ended_by)(self.run, self.last_seq):
+            await self.finish()
+
     async def send_events(self, events: list[dict[str, Any]], texts: list[str]) -> None:
-        """Send ``events`` (already encoded as ``texts``) that continue ``last_seq``."""
+        """Send ``events`` (already encoded as ``texts``) that continue ``last_seq``, as far
+        as this connection's page goes; then close it 4408."""
         if events and not self.closed and not await self.still_allowed():
             return
         for event, text in zip(events, texts, strict=True):
             if event["seq"] != self.last_seq + 1 or self.closed:
                 return
+            if not self.page.take(text):
+                await self.too_far_behind()
+                return
             await self.send(text_data=text)
             self.last_seq = event["seq"]
+            self.waiting_past = False
             if event["type"] in TERMINAL_TYPES:
                 await self.finish()
                 return
 
     async def pump(self) -> None:
-        """Send everything the database holds after ``last_seq``."""
+        """Send everything the database holds after ``last_seq`` (as far as the page goes)."""
         async with self.lock:
             while not self.closed and self.run is not None:
                 if not await self.still_allowed():  # before the read: it mints tokens or not
@@ -331,6 +416,8 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
             before = self.last_seq
             try:
                 await self.pump()
+                if self.last_seq == before:  # the lost doorbell may be a terminal event's
+                    await self.finish_if_ended()
             except Exception:  # a database hiccup must not end the fallback: look again later
                 log.warning("polling %s failed", self.group, exc_info=True)
             if self.last_seq == before:
@@ -342,7 +429,14 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     async def symfonic_event(self, message: dict[str, Any]) -> None:
         """The doorbell. The next event in line is sent as it came; anything else reads rows."""
         self.rang = True
-        if self.closed or message["seq"] <= self.last_seq:
+        if self.closed:
+            return
+        if message["seq"] <= self.last_seq:
+            # A socket opened past the end of the stream is never sent the terminal event
+            # (its seq is not after ``after``) but closes 1000 on it all the same. A rung
+            # terminal event carries no data: one that does cannot be terminal.
+            if message.get("event") is None:
+                await self.finish_if_ended()
             return
         event = message.get("event")
         if event is not None and message["seq"] == self.last_seq + 1 and not self.lock.locked():
@@ -371,8 +465,9 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         watcher then reads the rows by polling, and joins again once they move.
         """
         try:
-            await asyncio.wait_for(
-                self.channel_layer.group_add(self.group, self.channel_name), LAYER_TIMEOUT)
+            async with group_turn():
+                await asyncio.wait_for(
+                    self.channel_layer.group_add(self.group, self.channel_name), LAYER_TIMEOUT)
         except Exception:
             log.warning("could not join %s; polling the database instead", self.group,
                         exc_info=True)
@@ -380,12 +475,27 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         self.stop_polling()
         if getattr(self, "group", None):
+            await self.leave()
+
+    async def leave(self) -> None:
+        """Leave the run's group, taking turns with the other sockets of this process.
+
+        A member left behind costs every later doorbell of the run a message to a
+        channel nobody reads (until ``group_expiry``, a day by default), so a failed
+        attempt is tried again, a little later each time.
+        """
+        for attempt in range(1, LEAVE_ATTEMPTS + 1):
             try:
-                await asyncio.wait_for(
-                    self.channel_layer.group_discard(self.group, self.channel_name),
-                    LAYER_TIMEOUT)
-            except Exception:  # the group forgets it after group_expiry anyway
-                log.warning("could not leave %s", self.group, exc_info=True)
+                async with group_turn():
+                    await asyncio.wait_for(
+                        self.channel_layer.group_discard(self.group, self.channel_name),
+                        LAYER_TIMEOUT)
+                return
+            except Exception:
+                if attempt == LEAVE_ATTEMPTS:  # the group forgets it after group_expiry
+                    log.warning("could not leave %s", self.group, exc_info=True)
+                    return
+                await asyncio.sleep(0.25 * attempt)
 
     def stop_polling(self) -> None:
         self.closed = True

@@ -130,18 +130,20 @@ class StreamAgent(EchoAgent):
     """Pauses like ``echo``, then resumes into a stream of ``n`` message deltas.
 
     The paused run's input sets ``n`` (default 50), ``sleep`` (seconds between
-    deltas, default 0) and ``gate``: a file the continuation waits for (at most
-    60 s) before it streams, so a test can connect its watchers first.
+    deltas, default 0), ``pad`` (characters added to each delta's text, default 0)
+    and ``gate``: a file the continuation waits for (at most 60 s) before it
+    streams, so a test can connect its watchers first.
     """
 
     async def continue_recovered_typed(self, continuation: Any, **kwargs: Any):
         options = await sync_to_async(_run_input)(continuation.paused_run_id)
         gate, n, sleep = options.get("gate"), int(options.get("n", 50)), options.get("sleep", 0)
+        pad = "x" * int(options.get("pad", 0))
         deadline = time.monotonic() + 60
         while gate and not os.path.exists(gate) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for i in range(n):
-            yield MessageDelta(text=f"{i} ")
+            yield MessageDelta(text=f"{i} {pad}" if pad else f"{i} ")
             if sleep:
                 await asyncio.sleep(sleep)
         yield TurnCompleted(output={"streamed": n})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -23,6 +24,13 @@ from .conftest import paused_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 app = URLRouter(websocket_urlpatterns)
+
+
+def superuser() -> Any:
+    """A watcher who may read every run (whatever a ticket or a scope's rules become)."""
+    user, _ = get_user_model().objects.get_or_create(
+        username="root", defaults={"is_staff": True, "is_superuser": True})
+    return user
 
 
 def watch(run_id, *, user=None, query: str = "", raw_query: bytes | None = None,
@@ -112,19 +120,165 @@ def test_unknown_run_gets_4404(tenants):
     assert watch("00000000-0000-0000-0000-000000000001", query=f"?ticket={ticket}") == ([], 4404)
 
 
-def test_more_events_than_one_read_replay_in_order_then_close(tenants):
-    from symfonic_django.consumers import BATCH
+def stored_stream(n: int, *, text: str = "") -> Any:
+    """A queued continuation holding ``n`` deltas then ``turn.completed`` (seq ``n + 1``)."""
     from symfonic_django.events import MessageDelta, TurnCompleted, append
 
     _, pause = paused_run()
     cont = pauses.approve(pause.pk).continuation  # queued: no events of its own yet
     TurnEvent.objects.bulk_create([TurnEvent(run=cont, seq=i, type=MessageDelta.type,
-                                             data={"text": f"{i} "}, scope_key=cont.scope_key)
-                                   for i in range(1, BATCH + 30)])
-    append(cont, BATCH + 30, TurnCompleted(output="done"))
-    events, code = watch(cont.pk, query=f"?ticket={ticket_of(cont)}")
-    assert [e["seq"] for e in events] == list(range(1, BATCH + 31)) and code == 1000
-    assert events[-1]["type"] == "turn.completed"
+                                             data={"text": f"{i} {text}"},
+                                             scope_key=cont.scope_key)
+                                   for i in range(1, n + 1)])
+    append(cont, n + 1, TurnCompleted(output="done"))
+    return cont
+
+
+def follow(run_id: Any, user: Any, after: int = 0,
+           ) -> tuple[list[dict], list[int | None], list[list[dict]]]:
+    """Watch from ``after``, reconnecting with ``?after=`` after each 4408 as a client
+    should: every event received, the close codes in turn, the events of each connection."""
+    seen: list[dict] = []
+    codes: list[int | None] = []
+    connections: list[list[dict]] = []
+    while not codes or codes[-1] == 4408:
+        closed: list[dict] = []
+        events, code = watch(run_id, user=user, closed=closed,
+                             query=f"?after={seen[-1]['seq'] if seen else after}")
+        if code == 4408:
+            assert closed[0]["reason"] == (
+                f"too far behind: reconnect with ?after={events[-1]['seq']}")
+        seen += events
+        codes.append(code)
+        connections.append(events)
+    return seen, codes, connections
+
+
+def test_a_watcher_more_than_a_page_behind_is_closed_4408_and_resumes_with_after_losing_nothing(
+        tenants):
+    from symfonic_django.consumers import PAGE_BYTES
+
+    cont = stored_stream(1100, text="x" * 1000)  # 1,100 events of ~1.1 KB: over two pages
+    seen, codes, connections = follow(cont.pk, superuser())
+    assert codes == [4408, 4408, 1000]
+    for events in connections:
+        assert sum(len(json.dumps(e)) for e in events) <= PAGE_BYTES
+    assert [e["seq"] for e in seen] == list(range(1, 1102))  # nothing lost, nothing twice
+    assert seen[-1]["type"] == "turn.completed"
+
+
+def test_a_page_holds_at_most_page_events_however_small(tenants):
+    from symfonic_django.consumers import PAGE_EVENTS
+
+    cont = stored_stream(PAGE_EVENTS + 99)
+    seen, codes, connections = follow(cont.pk, superuser())
+    assert codes == [4408, 1000] and len(connections[0]) == PAGE_EVENTS
+    assert [e["seq"] for e in seen] == list(range(1, PAGE_EVENTS + 101))
+
+
+def test_an_event_larger_than_a_page_is_still_sent_one_per_connection(tenants, monkeypatch):
+    from symfonic_django import consumers
+
+    monkeypatch.setattr(consumers, "PAGE_BYTES", 1000)
+    cont = stored_stream(3, text="x" * 2000)
+    seen, codes, connections = follow(cont.pk, superuser())
+    assert [len(events) for events in connections] == [1, 1, 1, 1] and codes[-1] == 1000
+    assert [e["seq"] for e in seen] == [1, 2, 3, 4]
+
+
+def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
+        tenants, monkeypatch):
+    """Events rung one by one count as well: the server cannot tell a socket that reads
+    them from one that does not, so a connection carries a page, live or replayed."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django import consumers
+    from symfonic_django.runs import start_run
+
+    monkeypatch.setattr(consumers, "PAGE_EVENTS", 2)
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/")
+        comm.scope["user"] = await database_sync_to_async(superuser)()
+        assert (await comm.connect())[0]
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        events, code = [], None
+        while code is None:
+            out = await comm.receive_output(timeout=5)
+            if out["type"] == "websocket.close":
+                code = out.get("code")
+            else:
+                events.append(json.loads(out["text"]))
+        await comm.disconnect()
+        return events, code
+
+    live, code = async_to_sync(go)()
+    assert code == 4408 and [e["seq"] for e in live] == [1, 2]
+    rest, codes, _ = follow(run.pk, superuser(), after=live[-1]["seq"])
+    assert codes[-1] == 1000
+    assert [e["seq"] for e in live + rest] == list(range(1, TurnEvent.objects.filter(
+        run=run).count() + 1))
+
+
+def test_a_reader_at_the_head_of_a_live_run_is_sent_its_events_as_they_come(tenants):
+    """The page bounds a catch-up, not a stream: events rung one by one are sent one by one."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django.runs import start_run
+
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/")
+        comm.scope["user"] = await database_sync_to_async(superuser)()
+        assert (await comm.connect())[0]
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        types, code = [], None
+        while code is None:
+            out = await comm.receive_output(timeout=5)
+            if out["type"] == "websocket.close":
+                code = out.get("code")
+            else:
+                types.append(json.loads(out["text"])["type"])
+        await comm.disconnect()
+        return types, code
+
+    types, code = async_to_sync(go)()
+    assert code == 1000 and types[0] == "turn.started" and types[-1] == "turn.paused"
+
+
+@pytest.mark.parametrize("doorbell", [True, False], ids=["rung", "doorbell-lost"])
+def test_a_socket_past_the_end_of_a_live_run_waits_then_closes_1000_after_the_terminal_event(
+        tenants, monkeypatch, doorbell):
+    """Before, it never closed: the terminal event's seq was not after ``after``, so it was
+    never sent, and nothing else closed the socket."""
+    from channels.db import database_sync_to_async
+
+    from symfonic_django import consumers, events
+    from symfonic_django.runs import start_run
+
+    if not doorbell:  # the layer never rings: the poll finds the turn ended
+        async def silent(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        monkeypatch.setattr(events, "aring", silent)
+        monkeypatch.setattr(consumers, "POLL_INTERVAL", 0.05)
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    async def go():
+        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/?after=50")
+        comm.scope["user"] = await database_sync_to_async(superuser)()
+        assert (await comm.connect())[0]
+        assert await comm.receive_nothing(timeout=0.3)  # live: it waits like any other
+        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
+        out = await comm.receive_output(timeout=5)
+        await comm.disconnect()
+        return out
+
+    out = async_to_sync(go)()
+    assert out == {"type": "websocket.close", "code": 1000}
+    assert 0 < TurnEvent.objects.filter(run=run).count() < 50  # the turn ended before seq 50
 
 
 def test_after_the_end_closes_at_once_with_nothing_to_send(tenants):

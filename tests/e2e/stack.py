@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -347,6 +347,7 @@ class Watch:
     events: list[dict[str, Any]] = field(default_factory=list)
     close_code: int | None = None
     dropped: bool = False
+    resumed: int = 0  # times the server closed it 4408 (too far behind) and it resumed
 
     @property
     def seqs(self) -> list[int]:
@@ -357,13 +358,25 @@ class Watch:
         return self.events[-1]["seq"] if self.events else 0
 
 
+TOO_FAR_BEHIND = 4408
+
+
+def with_after(url: str, after: int) -> str:
+    """``url`` with its ``after`` query parameter set to ``after``."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "after"] + [("after", str(after))]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 async def watch(url: str, *, origin: str, cookie: str | None = None, timeout: float = 30,
                 until: Callable[[Watch], bool] | None = None, seen: Watch | None = None,
                 ) -> Watch:
     """Read events from ``url`` until the server closes (or ``until(watch)`` holds).
 
-    With ``until`` the connection is then dropped without a closing handshake,
-    as a network failure would drop it. Events are appended to ``seen`` when given.
+    A close 4408 (too far behind) is followed as a client should: reconnect with
+    ``?after=<last seq>``. With ``until`` the connection is then dropped without a
+    closing handshake, as a network failure would drop it. Events are appended to
+    ``seen`` when given.
     """
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed
@@ -371,7 +384,7 @@ async def watch(url: str, *, origin: str, cookie: str | None = None, timeout: fl
     result = seen if seen is not None else Watch()
     headers = {"Cookie": f"sessionid={cookie}"} if cookie else None
 
-    async def read() -> None:
+    async def read(url: str) -> None:
         async with connect(url, origin=origin, additional_headers=headers, open_timeout=10,
                            max_size=None, close_timeout=2) as ws:
             try:
@@ -385,5 +398,12 @@ async def watch(url: str, *, origin: str, cookie: str | None = None, timeout: fl
                 pass
             result.close_code = ws.close_code
 
-    await asyncio.wait_for(read(), timeout)
+    async def follow() -> None:
+        await read(url)
+        while result.close_code == TOO_FAR_BEHIND:
+            result.resumed += 1
+            result.close_code = None
+            await read(with_after(url, result.last_seq))
+
+    await asyncio.wait_for(follow(), timeout)
     return result

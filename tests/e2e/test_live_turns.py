@@ -93,6 +93,30 @@ def test_a_dropped_watcher_reconnects_with_after_and_gets_exactly_the_missing_ev
     assert len(both.events) == 82  # turn.started, 80 deltas, turn.completed
 
 
+def test_a_socket_past_the_end_of_a_live_turn_waits_then_closes_1000_after_its_end(
+        live, users, tmp_path):
+    """``?after=`` beyond anything the turn will store: no event is sent (none is after
+    it), and the socket closes 1000 once the turn has ended, as any other watcher's does.
+    Before, it stayed open for good."""
+    gate = tmp_path / "go"
+    _, pause = paused_run("stream", {"n": 20, "sleep": 0.01, "gate": str(gate)})
+    cont_id = live.approve(pause.pk, users["alice"]["token"])["run_id"]
+    cookie = live.login("admin", users["admin"]["password"])
+
+    async def go() -> Watch:
+        waiting = asyncio.ensure_future(watch(live.ws_url(cont_id, after=1000),
+                                              origin=live.origin, cookie=cookie, timeout=30))
+        await asyncio.sleep(1)
+        assert not waiting.done(), "it closed before the turn had ended"
+        gate.touch()
+        return await waiting
+
+    seen = run_async(go, timeout=40)
+    assert seen.events == [] and seen.close_code == 1000
+    assert Run.objects.get(pk=cont_id).status == RunStatus.COMPLETED
+    assert len(stored_seqs(cont_id)) == 22
+
+
 def test_two_hundred_watchers_each_get_all_thousand_events_in_order(live, users, tmp_path):
     gate = tmp_path / "go"
     _, pause = paused_run("stream", {"n": BURST, "gate": str(gate)})

@@ -144,3 +144,30 @@ def test_the_viewer_is_for_staff_only(live, users):
         page = browser.new_page()
         response = page.goto(f"{live.origin}/admin/symfonic/runs/{run.pk}/live/")
         assert response.url.startswith(f"{live.origin}/admin/login/")  # sent to log in first
+
+
+def test_the_viewer_reads_a_run_longer_than_a_page_across_4408_closes_once_each(live, users):
+    """The server hands a connection a page (512 KiB of events) and closes it 4408; the
+    page reconnects with ?after= at once and renders every event exactly once."""
+    from symfonic_django.events import MessageDelta, TurnCompleted, append
+    from symfonic_django.models import TurnEvent
+    from symfonic_django.runs import start_run
+
+    words = 1100  # of ~1.2 KB each on the wire (a padding field the page does not show)
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+    TurnEvent.objects.bulk_create([TurnEvent(run=run, seq=i, type=MessageDelta.type,
+                                             data={"text": f"{i} ", "pad": "x" * 1000},
+                                             scope_key=run.scope_key)
+                                   for i in range(1, words + 1)])
+    append(run, words + 1, TurnCompleted(output="done"))
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        log_in(page, live, "alice", users["alice"]["password"])
+        page.goto(f"{live.origin}/admin/symfonic/runs/{run.pk}/live/")
+        page.wait_for_selector(".symfonic-connection-ended", timeout=60_000)
+        assert page.evaluate("window.symfonicViewer.lastSeq") == words + 1
+        assert page.evaluate("window.symfonicViewer.connects") == 3  # two pages, then the rest
+        assert page.text_content("#symfonic-log-count") == str(words + 1)
+        text = page.text_content(".symfonic-message-text")
+        assert text == "".join(f"{i} " for i in range(1, words + 1))  # no gap, no repeat
+        page.close()

@@ -1,11 +1,13 @@
 /* symfonic_django live-turn viewer: follows /ws/symfonic/runs/<id>/ with the admin session.
  *
  * Every event is rendered once, in seq order. When the socket drops it reconnects
- * with ?after=<last seq>, so the server replays exactly what was missed. It stops
- * only at the server's 1000 close after the turn's terminal event, or at a 44xx
- * refusal. (A close the page starts itself also reads 1000 here: daphne answers a
- * client's close frame with 1000, whatever code it carried; so 1000 alone is not
- * the end.) Text from events is only ever set as textContent, never as HTML.
+ * with ?after=<last seq>, so the server replays exactly what was missed. A 4408
+ * close (a connection carries a page of events at most, 2,000 or 512 KiB) reconnects
+ * the same way at once. It stops only at the server's 1000 close after the turn's
+ * terminal event, or at a 44xx refusal. (A close the page starts itself also reads
+ * 1000 here: daphne answers a client's close frame with 1000, whatever code it
+ * carried; so 1000 alone is not the end.) Text from events is only ever set as
+ * textContent, never as HTML.
  *
  * A paused turn is not the end of the story. The socket closes after turn.paused,
  * so the page then asks the run's state URL (viewer.py) how its pauses stand: at
@@ -50,6 +52,7 @@
     4403: gettext("you review no scopes (4403)"),
     4404: gettext("no such run in your scopes (4404)")
   };
+  var TOO_FAR_BEHIND = 4408; // not a refusal: reconnect with ?after= and read on
   var FIRST_RETRY_MS = 500;
   var MAX_RETRY_MS = 10000;
   var FIRST_POLL_MS = 200;
@@ -510,6 +513,9 @@
       if (close.code === 1000 && ended) {
         setConnection(waitingFor ? gettext("stream ended; waiting for the answer")
                                  : gettext("stream ended"), "ended");
+      } else if (close.code === TOO_FAR_BEHIND) {
+        setConnection(gettext("catching up…"));
+        reconnectTimer = window.setTimeout(connect, 0);
       } else if (REFUSED[close.code]) {
         setConnection(says(gettext("refused: %(why)s"), {why: REFUSED[close.code]}), "refused");
       } else {
