@@ -8,9 +8,10 @@
 #      a project with `django-admin startproject proj`, and write the README's "Installing it
 #      in your project" snippets into it;
 #   3. on a PostgreSQL database of its own (made here, dropped at the end) and with DEBUG off
-#      as the README's settings leave it: `manage.py check` (warnings fail), `migrate`, no
-#      missing migration, `collectstatic`, the templates loading;
-#   4. a real Celery worker (`celery -A proj worker`) and, in turn, daphne and uvicorn serving
+#      as the README's settings leave it: `manage.py check` (warnings fail), then the README's
+#      step 6 as written (`migrate`, `collectstatic`, `createsuperuser`, `drf_create_token`),
+#      no missing migration, the templates loading;
+#   4. the README's Celery worker and beat and, in turn, its daphne and uvicorn lines serving
 #      the project; under each: start -> pause -> approve (HTTP API, Token header) -> completed,
 #      streamed over the run's websocket (tests/install/drive.py), then in headless Chromium
 #      the admin's review page of a pause (styled: the admin's CSS applied, no static file
@@ -63,7 +64,8 @@ with psycopg.connect(dbname="postgres", autocommit=True) as conn:
 EOF
   fi
   keep_artifacts
-  rm -rf "$VENV" "$SITE" "$WORK/dist"
+  # Deleting a virtualenv's thousands of files takes this machine's disk half a minute.
+  nohup rm -rf "$VENV" "$SITE" "$WORK/dist" >/dev/null 2>&1 &
 }
 trap cleanup EXIT
 keep_artifacts() {
@@ -150,7 +152,21 @@ EOF
 export PGHOST=$POSTGRES_HOST PGPORT=$POSTGRES_PORT PGUSER=$POSTGRES_USER PGPASSWORD=$POSTGRES_PASSWORD
 export POSTGRES_DB=$CHECK_DB REDIS_URL DJANGO_SETTINGS_MODULE=proj.settings PYTHONPATH=$SITE
 
-step "createdb $CHECK_DB on $POSTGRES_HOST:$POSTGRES_PORT; check, migrate, collectstatic"
+# Step 6 of the README, its commands as written: `python` is the virtualenv's; the check adds
+# only what a terminal would ask (createsuperuser's password) and where a server listens.
+mapfile -t readme_commands < <("$PY" "$ROOT/tests/install/readme_snippets.py" commands "$ROOT/README.md")
+[ "${#readme_commands[@]}" -gt 0 ] \
+  || fail "no step 6 (a bash block running manage.py migrate) in the README's install section"
+readme_command() {  # prefix: the README's command that starts with it, as words in $words
+  local line
+  for line in "${readme_commands[@]}"; do
+    if [[ "$line" == "$1"* ]]; then read -ra words <<<"$line"; return 0; fi
+  done
+  fail "the README's step 6 has no command starting with '$1'"
+}
+
+step "createdb $CHECK_DB on $POSTGRES_HOST:$POSTGRES_PORT (the README's createdb, on a name of the check's own)"
+readme_command "createdb "
 "$PY" - "$CHECK_DB" >"$WORK/createdb.log" 2>&1 <<'EOF' || fail "createdb: could not make the database"
 import sys, psycopg
 from psycopg import sql
@@ -160,29 +176,48 @@ with psycopg.connect(dbname="postgres", autocommit=True) as conn:
     conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
 EOF
 db_made=1
+
+step "manage.py check; the README's step 6: migrate, collectstatic, createsuperuser, drf_create_token"
 run check "$PY" manage.py check --fail-level WARNING
 cat "$WORK/check.log"
 "$PY" -c "from django.conf import settings; import django; django.setup(); \
 print('  DEBUG', settings.DEBUG, '| database', settings.DATABASES['default']['ENGINE'], \
 settings.DATABASES['default']['NAME'], '| static files', settings.STORAGES['staticfiles']['BACKEND'])"
-run migrate "$PY" manage.py migrate --noinput
-grep -c "Applying symfonic_django" "$WORK/migrate.log" | sed 's/^/  symfonic_django migrations applied: /'
-run makemigrations "$PY" manage.py makemigrations --check --dry-run symfonic_django
-run collectstatic "$PY" manage.py collectstatic --noinput
-echo "  $(tail -n 1 "$WORK/collectstatic.log")"
-[ -f "$SITE/staticfiles/staticfiles.json" ] || fail "collectstatic wrote no manifest"
 password=reviewer-pw-$$
-DJANGO_SUPERUSER_PASSWORD=$password run superuser \
-  "$PY" manage.py createsuperuser --noinput --username reviewer --email reviewer@example.com
-run token "$PY" manage.py drf_create_token reviewer
-token=$(sed -n 's/^Generated token \([0-9a-f]*\) for user reviewer$/\1/p' "$WORK/token.log")
+for line in "${readme_commands[@]}"; do
+  [[ "$line" == "python manage.py "* ]] || continue
+  read -ra words <<<"$line"
+  name=${words[2]}
+  echo "  $line"
+  case $name in
+    createsuperuser)  # asks for a password on a terminal; the same with --noinput
+      DJANGO_SUPERUSER_PASSWORD=$password run "$name" \
+        "$PY" "${words[@]:1}" --noinput --email reviewer@example.com ;;
+    *) run "$name" "$PY" "${words[@]:1}" </dev/null ;;
+  esac
+done
+for name in migrate collectstatic createsuperuser drf_create_token; do
+  [ -f "$WORK/$name.log" ] || fail "the README's step 6 does not run manage.py $name"
+done
+grep -c "Applying symfonic_django" "$WORK/migrate.log" | sed 's/^/  symfonic_django migrations applied: /'
+echo "  collectstatic: $(tail -n 1 "$WORK/collectstatic.log")"
+[ -f "$SITE/staticfiles/staticfiles.json" ] || fail "collectstatic wrote no manifest"
+token=$(sed -n 's/^Generated token \([0-9a-f]*\) for user reviewer$/\1/p' "$WORK/drf_create_token.log")
 [ -n "$token" ] || fail "drf_create_token printed no token"
+run makemigrations "$PY" manage.py makemigrations --check --dry-run symfonic_django
 
-step "a Celery worker on Redis $REDIS_URL"
+step "the README's Celery worker and beat on Redis $REDIS_URL"
 run redis "$PY" -c "import redis, sys; redis.Redis.from_url(sys.argv[1]).flushdb()" "$REDIS_URL"
-start worker "$VENV/bin/celery" -A proj worker -l info --concurrency 2
+readme_command "celery -A proj worker"
+echo "  ${words[*]} --concurrency 2"
+start worker "$VENV/bin/${words[0]}" "${words[@]:1}" --concurrency 2
+readme_command "celery -A proj beat"
+echo "  ${words[*]} --schedule \$WORK/celerybeat-schedule"
+start beat "$VENV/bin/${words[0]}" "${words[@]:1}" --schedule "$WORK/celerybeat-schedule"
 for _ in $(seq 1 300); do grep -q " ready\.$" "$WORK/worker.log" && break; sleep 0.2; done
 grep -q " ready\.$" "$WORK/worker.log" || fail "the worker did not become ready"
+for _ in $(seq 1 100); do grep -q "beat v.* is starting" "$WORK/beat.log" && break; sleep 0.2; done
+grep -q "beat v.* is starting" "$WORK/beat.log" || fail "celery beat did not start"
 run shipped "$PY" "$ROOT/tests/install/drive.py" shipped
 cat "$WORK/shipped.log"
 
@@ -192,11 +227,14 @@ serve_and_browse() {
   port=$(free_port)
   base="http://127.0.0.1:$port"
   step "$server serving the project on $base: start -> pause -> approve (API) -> completed"
+  readme_command "$server "
   if [ "$server" = daphne ]; then
-    start "$server" "$VENV/bin/daphne" -b 127.0.0.1 -p "$port" proj.asgi:application
+    words+=(-b 127.0.0.1 -p "$port")
   else
-    start "$server" "$VENV/bin/uvicorn" --host 127.0.0.1 --port "$port" proj.asgi:application
+    words+=(--host 127.0.0.1 --port "$port")
   fi
+  echo "  ${words[*]}"
+  start "$server" "$VENV/bin/${words[0]}" "${words[@]:1}"
   local group=${groups[-1]}
   wait_for_port "$server" "$port"
   "$PY" "$ROOT/tests/install/drive.py" api "$base" "$token" || fail "driving a turn under $server"

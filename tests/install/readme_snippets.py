@@ -11,6 +11,7 @@ Blocks without such a first line (shell sessions, examples) are prose.
 Standard library only: this runs before anything is installed.
 
     python readme_snippets.py apply README.md SITE_DIR        # writes the files, lists them
+    python readme_snippets.py commands README.md              # step 6's commands, one a line
     python readme_snippets.py pip-args README.md WHEEL N      # the N-th (0, 1, ...) pip install
                                                               # line's arguments, one a line;
                                                               # exit 3 when there is none
@@ -63,6 +64,21 @@ def apply(readme_path: str, site: str) -> None:
         print(f"  {'appended to' if append else 'wrote'} {path}")
 
 
+def commands(readme_path: str) -> None:
+    """The commands of the ```bash block that runs ``manage.py migrate`` (step 6), one a line,
+    without their comments: the check runs them as written (adding only what a terminal
+    would ask, and where a server listens)."""
+    section = install_section(Path(readme_path).read_text())
+    for language, body in FENCE.findall(section):
+        if language == "bash" and "manage.py migrate" in body:
+            for line in body.splitlines():
+                command = line.partition("#")[0].strip()
+                if command:
+                    print(command)
+            return
+    sys.exit(f"no bash block running 'manage.py migrate' under {SECTION!r}")
+
+
 def pip_args(readme_path: str, wheel: str, index: str) -> None:
     """The ``index``-th ``pip install`` line's arguments, the placeholder path replaced by the
     wheel (its extras kept); exit 3 when the section has no such line."""
@@ -89,5 +105,7 @@ if __name__ == "__main__":
     command, readme, *rest = sys.argv[1:]
     if command == "apply":
         apply(readme, *rest)
+    elif command == "commands":
+        commands(readme)
     else:
         pip_args(readme, *rest)
