@@ -162,10 +162,15 @@ def watch_the_viewer(page: Page, traffic: Traffic, shots: Path) -> None:
     connection = page.inner_text("#symfonic-connection").strip()
     if connection.startswith(("refused", "connection lost")):
         raise Failed(f"the viewer's websocket: {connection}")
-    # Events arrive while the turn still runs: the status is "running" and the reply has begun.
+    # Events arrive while the turn still runs: the status is "running" and the reply has begun
+    # (the README's agent takes 3 s over it), unless the page came too late to see it run.
     page.wait_for_function(
-        "document.querySelector('#symfonic-status').classList.contains('symfonic-status-running')"
-        " && document.querySelector('#symfonic-transcript .symfonic-message-text') !== null")
+        "document.querySelector('#symfonic-transcript .symfonic-message-text') !== null"
+        " || document.querySelector('#symfonic-status').classList.contains("
+        "'symfonic-status-completed')")
+    if "symfonic-status-running" not in (page.get_attribute("#symfonic-status", "class") or ""):
+        raise Failed("the viewer showed the turn only once it had ended: no mid-stream to see "
+                     "(the page loaded more than the agent's 3 s after the answer)")
     events = int(page.inner_text("#symfonic-log-count"))
     text = page.inner_text("#symfonic-transcript").strip()
     shoot(page, shots, "viewer-mid-stream.png", full_page=False)
