@@ -2,13 +2,19 @@
 
 Run by ``scripts/install_check.sh`` with the fresh virtualenv's Python, in the
 project made by ``startproject proj`` (``DJANGO_SETTINGS_MODULE=proj.settings``),
-while a real Celery worker (``celery -A proj worker``) and daphne
-(``daphne proj.asgi:application``) serve it. It uses only what the README
-shows: ``start_run`` from Python, then the HTTP API with the reviewer's
-``Authorization: Token`` header, then the run's websocket with the ticket of
-the 202. Standard library besides the installed project.
+while a real Celery worker (``celery -A proj worker``) and an ASGI server
+(``daphne proj.asgi:application`` or ``uvicorn proj.asgi:application``) serve
+it. It uses only what the README shows: ``start_run`` from Python, then the
+HTTP API with the reviewer's ``Authorization: Token`` header, then the run's
+websocket with the ticket of the 202. Standard library besides the installed
+project.
 
-    python drive.py BASE_URL TOKEN    # prints each step; exits non-zero at the first failure
+    python drive.py shipped               # the installed templates load; the beat schedule
+    python drive.py api BASE_URL TOKEN    # a turn through the API and its websocket
+    python drive.py pause BASE_URL TOKEN  # a run paused on the worker: its pending pause's id,
+                                          # alone on stdout (progress on stderr), for browse.py
+
+Each prints its steps and exits non-zero at the first failure.
 """
 
 from __future__ import annotations
@@ -195,15 +201,35 @@ def drive(base_url: str, token: str) -> None:
           f"({time.monotonic() - started:.1f} s from start_run)")
 
 
+def pending_pause(base_url: str, token: str) -> None:
+    """Start a run, wait for the worker to pause it, print its pending pause's id."""
+    from symfonic_django import start_run
+
+    api = Api(base_url, token)
+    run = start_run("refund", {"order_id": "B-2", "amount": 35}, scope="acme")
+    wait_for("the worker to pause the run", run_status(api, str(run.pk), "paused"))
+    page = api.ok("GET", f"/api/symfonic/pauses/?status=pending&run={run.pk}", 200)
+    if len(page["results"]) != 1:
+        raise Failed(f"expected one pending pause of run {run.pk}, got {page['results']}")
+    print(f"  ok: run {run.pk} paused for the browser", file=sys.stderr)
+    print(page["results"][0]["id"])
+
+
 def main() -> int:
-    base_url, token = sys.argv[1:3]
+    command, *args = sys.argv[1:]
     django.setup()
     try:
-        check_shipped_files()
-        check_beat_schedule()
-        drive(base_url, token)
+        if command == "shipped":
+            check_shipped_files()
+            check_beat_schedule()
+        elif command == "api":
+            drive(*args)
+        elif command == "pause":
+            pending_pause(*args)
+        else:
+            raise Failed(f"no command {command!r}: shipped, api or pause")
     except Failed as failure:
-        print(f"  FAILED: {failure}")
+        print(f"  FAILED: {failure}", file=sys.stderr)
         return 1
     return 0
 
