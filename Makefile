@@ -48,7 +48,7 @@ test: install install312 services chromium
 	bash scripts/install_check.sh
 	bash scripts/test.sh
 
-install-check: install services
+install-check: install services chromium
 	bash scripts/install_check.sh
 
 # The demo runs with DEBUG on and the built-in (public) key; nothing else does.
