@@ -289,13 +289,18 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any] | None:
     """The JSON Schema of the arguments a model gives ``tool`` (``tool_call_schema``:
     injected arguments left out), as the review form reads it (``hitl.plain_schema``);
     ``None`` when the tool has none in a form the app can read (a pydantic v1 model),
-    or it is not valid JSON Schema (logged)."""
-    given = tool.tool_call_schema
-    if isinstance(given, dict):
-        schema = given
-    elif isinstance(given, type) and issubclass(given, BaseModel):
-        schema = given.model_json_schema()
-    else:
+    pydantic cannot write it as JSON Schema (an argument typed as a callable), or it
+    is not valid JSON Schema (both logged)."""
+    try:
+        given = tool.tool_call_schema
+        if isinstance(given, dict):
+            schema = given
+        elif isinstance(given, type) and issubclass(given, BaseModel):
+            schema = given.model_json_schema()
+        else:
+            return None
+    except Exception as exc:  # noqa: BLE001 - a schema pydantic cannot write must not stop the agent
+        log.warning("the argument schema of tool %r is left out: %s", tool.name, exc)
         return None
     plain = hitl.plain_schema(schema)
     try:

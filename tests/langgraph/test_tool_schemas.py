@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import jsonschema
@@ -271,3 +273,26 @@ def test_the_middlewares_made_up_description_becomes_the_call(description, shown
                                         "name": "ship", "args": {"order_id": "A-1"},
                                         "description": description}, ID))
     assert per_call.prompt["action_requests"][0]["description"] == shown
+
+
+@pytest.mark.parametrize("args", [{"user_id": 42, "credits": -5}, {"user_id": "42", "credits": 1}])
+def test_a_proposal_outside_its_tools_schema_is_never_shown_for_approval(users, args):
+    """Held to the tool's schema like a reviewer's edit, strictly: pydantic would take "42"
+    for an integer, JSON Schema does not."""
+    run = run_turn("credits", args)
+    assert run.status == RunStatus.FAILED and not pauses_of(run)
+    [failed] = [d for kind, d in events_of(run) if kind == "turn.failed"]
+    assert failed["code"] == "invalid_proposal" and "grant_credits" in failed["message"]
+    assert CALLS["grant_credits"] == 0
+
+
+def test_a_tool_whose_schema_pydantic_cannot_write_is_left_out_and_the_rest_kept(caplog):
+    @tool(args_schema=type("Strange", (BaseModel,), {
+        "__annotations__": {"callback": Callable[[], None]}}))
+    def strange(callback: Any) -> str:
+        """A tool with an argument no JSON Schema describes."""
+        return "no"
+
+    with caplog.at_level(logging.WARNING):
+        assert set(tool_args_schemas(tools_graph([strange, ship]))) == {"ship"}
+    assert "'strange'" in caplog.text
