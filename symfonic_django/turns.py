@@ -136,6 +136,8 @@ async def request_pause(
     invoked here, while the turn runs. Re-running a step with the same
     ``idempotency_key`` returns the same pause (answered or not); a turn that
     gets back a pause of its own run ends paused on it, as when it asked first.
+    An approval with an action that has no ``args_schema`` is logged as a warning,
+    once per agent and process: nothing checks what a reviewer edits it to.
     """
     turn = current_turn()
     turn.check_held()
