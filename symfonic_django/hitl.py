@@ -332,9 +332,10 @@ def schema_violation(schema: Any, value: Any, *, what: str) -> str | None:
     return _violation(_validator(schema, what, InvalidRequest), value)
 
 
-def check_schema(schema: Any) -> None:
+def check_schema(schema: Any, what: str = "answer_schema") -> None:
+    """``InvalidRequest``, naming ``what``, unless ``schema`` is valid JSON Schema (or None)."""
     if schema is not None:
-        _validator(schema, "answer_schema", InvalidRequest)
+        _validator(schema, what, InvalidRequest)
 
 
 # --- a tool's argument schema, as the review form draws it --------------------------------

@@ -304,9 +304,9 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any] | None:
         return None
     plain = hitl.plain_schema(schema)
     try:
-        hitl.check_schema(plain)
+        hitl.check_schema(plain, what=f"The argument schema of tool {tool.name!r}")
     except InvalidRequest as exc:
-        log.warning("the argument schema of tool %r is left out: %s", tool.name, exc.detail)
+        log.warning("%s It is left out: nothing checks its edits.", exc.detail)
         return None
     return plain
 

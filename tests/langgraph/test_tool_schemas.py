@@ -296,3 +296,15 @@ def test_a_tool_whose_schema_pydantic_cannot_write_is_left_out_and_the_rest_kept
     with caplog.at_level(logging.WARNING):
         assert set(tool_args_schemas(tools_graph([strange, ship]))) == {"ship"}
     assert "'strange'" in caplog.text
+
+
+def test_a_tool_whose_schema_is_not_json_schema_is_left_out(caplog):
+    @tool(args_schema={"type": "object", "properties": {"n": {"type": "integer",
+                                                              "minimum": "zero"}}})
+    def broken(n: int) -> str:
+        """A tool whose JSON Schema is not valid."""
+        return str(n)
+
+    with caplog.at_level(logging.WARNING):
+        assert set(tool_args_schemas(tools_graph([broken, ship]))) == {"ship"}
+    assert "The argument schema of tool 'broken' is not a valid JSON Schema" in caplog.text
