@@ -318,6 +318,9 @@ def _leaf_type(schema: dict[str, Any]) -> str | None:
             v is None or isinstance(v, str | int | float | bool) for v in values)
         return "enum" if ok else None
     kind = schema.get("type")
+    if isinstance(kind, list) and len(kind) == 2 and "null" in kind:
+        # Optional[X] (hitl.plain_schema): an input left empty leaves the argument out.
+        kind = next(k for k in kind if k != "null")
     return kind if isinstance(kind, str) and kind in _LEAF_TYPES else None
 
 

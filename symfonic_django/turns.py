@@ -31,12 +31,12 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import connection, transaction
 
 from . import events as ev
-from . import pauses, runs
+from . import hitl, pauses, runs
 from .agents.base import Agent
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError, InvalidProposal
-from .models import Pause, Run, TurnEvent
+from .models import Pause, PauseKind, Run, TurnEvent
 from .runs import LeaseLost
 from .scopes import load_scope, load_scope_for_turn
 
@@ -136,6 +136,8 @@ async def request_pause(
     invoked here, while the turn runs. Re-running a step with the same
     ``idempotency_key`` returns the same pause (answered or not); a turn that
     gets back a pause of its own run ends paused on it, as when it asked first.
+    An approval with an action that has no ``args_schema`` is logged as a warning,
+    once per agent and process: nothing checks what a reviewer edits it to.
     """
     turn = current_turn()
     turn.check_held()
@@ -155,7 +157,29 @@ async def request_pause(
         await turn.emit(ev.PauseRequested(
             pause_id=str(pause.pk), kind=pause.kind, prompt=pause.prompt,
             expires_at=pause.expires_at.isoformat().replace("+00:00", "Z")))
+    _warn_if_unchecked(turn.run.agent, pause)
     return pause
+
+
+#: The agents already warned of an approval without ``args_schema``, in this process.
+_warned_unchecked: set[str] = set()
+
+
+def _warn_if_unchecked(agent: str, pause: Pause) -> None:
+    """Log, once per agent and process, an approval whose actions have no ``args_schema``:
+    nothing checks what a reviewer edits them to (nor what the agent proposed)."""
+    if pause.kind != PauseKind.APPROVAL or agent in _warned_unchecked:
+        return
+    names = [request["name"] for request in pause.prompt["action_requests"]
+             if "args_schema" not in hitl.review_config(pause.prompt, request["name"])]
+    if names:
+        _warned_unchecked.add(agent)
+        log.warning(
+            "agent %r asked to approve %s without an args_schema: nothing checks the "
+            "arguments a reviewer edits them to, and the review page shows a JSON editor "
+            "with a warning. Give each action's review config an args_schema (a LangGraph "
+            "agent: args_schemas=, or a tool with typed arguments). Logged once per agent.",
+            agent, ", ".join(dict.fromkeys(names)))
 
 
 # --- fenced side effects -----------------------------------------------------------------

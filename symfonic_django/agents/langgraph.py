@@ -36,9 +36,17 @@ answer. The prompt:
 - anything else is a question, with the ``response_schema`` as its answer schema.
 
 An approval's action whose review config carries no ``args_schema`` takes the
-agent's ``args_schemas[action name]``, if given: ``HumanInTheLoopMiddleware``
-sends none in a batched request, and without one a reviewer's edit is held to
-nothing (with one, an edit outside it is refused when given, as is a proposal).
+agent's ``args_schemas[action name]`` if given, else the schema of the graph's
+own tool of that name (``tool_args_schemas``: the tools of its tool nodes,
+each one's ``tool_call_schema``, written by ``hitl.plain_schema`` in the terms
+the review form draws inputs from). ``HumanInTheLoopMiddleware`` sends none in
+a batched request; with one, the review page has an input per argument and an
+edit outside the schema is refused when given (``invalid_answer``), as is a
+proposal (``invalid_proposal``); without any, nothing checks a reviewer's edit
+(the page says so, and ``request_pause`` logs it once per agent). A
+description the middleware made up ("Tool execution requires approval", the
+tool's name and its args dict) is replaced by the call in words,
+``refund(order_id=A-1, amount=10)``.
 
 **The continuation** runs once every pause of the paused turn is resolved. It
 resumes with ``Command(resume={interrupt_id: answer, ...})`` under strict
@@ -75,6 +83,7 @@ saver whose package ships the async one.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass
@@ -86,9 +95,12 @@ from asgiref.sync import sync_to_async
 from django.db.models import Q
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
+from pydantic import BaseModel
 
 from .. import hitl
 from ..binding import current_run_binding
@@ -104,6 +116,7 @@ from ..events import (
 from ..exceptions import (
     InteractionConfigurationError,
     InvalidAnswer,
+    InvalidRequest,
     ResumeRefused,
     ThreadPaused,
 )
@@ -113,9 +126,13 @@ from ..threads import checkpoint_thread_id
 from ..turns import current_turn, request_pause
 from .base import Continuation, TurnContext
 
-__all__ = ["Checkpointer", "LangGraphAgent", "LangGraphAgentFactory", "PauseRequest",
-           "STRICT_RESUME", "SaverFactory", "ThreadPaused", "Transcript", "langgraph_agent",
-           "last_message_text", "pause_request", "refusal_message", "resume_value"]
+__all__ = ["Checkpointer", "DEFAULT_DESCRIPTION_PREFIX", "LangGraphAgent",
+           "LangGraphAgentFactory", "PauseRequest", "STRICT_RESUME", "SaverFactory",
+           "ThreadPaused", "Transcript", "langgraph_agent", "last_message_text",
+           "pause_request", "refusal_message", "resume_value", "tool_args_schema",
+           "tool_args_schemas"]
+
+log = logging.getLogger(__name__)
 
 #: LangGraph's strict resume: a resume naming an interrupt that is not pending raises
 #: ``UnknownInterruptError`` instead of being ignored (or landing on the node's next
@@ -160,15 +177,44 @@ def pause_request(interrupt: Interrupt,
     """
     value = interrupt.value
     if isinstance(value, dict) and "action_requests" in value:
-        prompt, shape = hitl.normalize_prompt(value), "hitl"
+        prompt, shape = _readable(hitl.normalize_prompt(value)), "hitl"
     elif isinstance(value, dict) and value.get("type") == "tool_approval":
-        prompt, shape = _tool_approval_prompt(value, interrupt.response_schema), "tool_approval"
+        prompt = _readable(_tool_approval_prompt(value, interrupt.response_schema))
+        shape = "tool_approval"
     elif _is_agent_inbox(value):
         prompt, shape = hitl.normalize_prompt(value), "agent_inbox"
     else:
         schema = interrupt.response_schema if isinstance(interrupt.response_schema, dict) else None
         return PauseRequest(PauseKind.QUESTION, _jsonable(value), answer_schema=schema)
     return PauseRequest(PauseKind.APPROVAL, _with_args_schemas(prompt, args_schemas), shape=shape)
+
+
+#: How ``HumanInTheLoopMiddleware`` starts the description of a tool call whose config
+#: gives none (its ``description_prefix``'s default); the rest is
+#: ``"\n\nTool: <name>\nArgs: <the args dict>"``. Pinned by a test against the middleware.
+DEFAULT_DESCRIPTION_PREFIX = "Tool execution requires approval"
+
+
+def _readable(prompt: dict[str, Any]) -> dict[str, Any]:
+    """``prompt`` with each description the middleware made up in words a reviewer reads.
+
+    ``"Tool execution requires approval\n\nTool: refund\nArgs: {'order_id': ...}"``
+    becomes the call, ``refund(order_id=A-1, amount=10)``; under a custom
+    ``description_prefix``, that prefix, a colon and the call. A description the
+    deployment wrote (``InterruptOnConfig``'s ``description``) is kept as it is.
+    """
+    requests = []
+    for request in prompt["action_requests"]:
+        description = request.get("description")
+        if isinstance(description, str):
+            prefix, found, args = description.partition(f"\n\nTool: {request['name']}\nArgs: ")
+            if found and args.startswith("{") and args.endswith("}"):
+                call = hitl.call_text(request["name"], request.get("args", {}))
+                request = {**request, "description": (
+                    call if prefix == DEFAULT_DESCRIPTION_PREFIX
+                    else f"{prefix.rstrip(' .:')}: {call}")}
+        requests.append(request)
+    return {**prompt, "action_requests": requests}
 
 
 def _with_args_schemas(prompt: dict[str, Any],
@@ -229,10 +275,57 @@ def _decisions_in(schema: Any) -> tuple[list[str], dict[str, Any] | None]:
             action = resolve((branch.get("properties") or {}).get("edited_action"))
             args = resolve((action.get("properties") or {}).get("args"))
             if args:
-                # The definitions go along only when the tool's schema refers to them.
+                # The definitions go along only when the tool's schema refers to them;
+                # plain_schema then writes them in place where it can.
                 refers = "#/$defs/" in json.dumps(args)
-                args_schema = {**args, "$defs": defs} if refers else dict(args)
+                args_schema = hitl.plain_schema({**args, "$defs": defs} if refers
+                                                else dict(args))
     return allowed, args_schema
+
+
+# --- the tools' own argument schemas -------------------------------------------------------
+
+def tool_args_schema(tool: BaseTool) -> dict[str, Any] | None:
+    """The JSON Schema of the arguments a model gives ``tool`` (``tool_call_schema``:
+    injected arguments left out), as the review form reads it (``hitl.plain_schema``);
+    ``None`` when the tool has none in a form the app can read (a pydantic v1 model),
+    pydantic cannot write it as JSON Schema (an argument typed as a callable), or it
+    is not valid JSON Schema (both logged)."""
+    try:
+        given = tool.tool_call_schema
+        if isinstance(given, dict):
+            schema = given
+        elif isinstance(given, type) and issubclass(given, BaseModel):
+            schema = given.model_json_schema()
+        else:
+            return None
+    except Exception as exc:  # noqa: BLE001 - a schema pydantic cannot write must not stop the agent
+        log.warning("the argument schema of tool %r is left out: %s", tool.name, exc)
+        return None
+    plain = hitl.plain_schema(schema)
+    try:
+        hitl.check_schema(plain, what=f"The argument schema of tool {tool.name!r}")
+    except InvalidRequest as exc:
+        log.warning("%s It is left out: nothing checks its edits.", exc.detail)
+        return None
+    return plain
+
+
+def tool_args_schemas(graph: Pregel[Any, Any, Any, Any]) -> dict[str, dict[str, Any]]:
+    """``tool_args_schema`` of each tool of the graph's tool nodes (``ToolNode``, as
+    ``create_agent`` makes), its subgraphs' included, by tool name. A name two tool
+    nodes give different schemas is left out: which one a call runs is not known here."""
+    graphs = [graph, *(sub for _, sub in graph.get_subgraphs(recurse=True)
+                       if isinstance(sub, Pregel))]
+    found: dict[str, dict[str, Any] | None] = {}
+    for each in graphs:
+        for node in each.nodes.values():
+            if not isinstance(node.bound, ToolNode):
+                continue
+            for name, tool in node.bound.tools_by_name.items():
+                schema = tool_args_schema(tool)
+                found[name] = schema if found.get(name, schema) == schema else None
+    return {name: schema for name, schema in found.items() if schema is not None}
 
 
 def _jsonable(value: Any) -> Any:
@@ -411,7 +504,8 @@ class LangGraphAgent:
     the turn's output (default: ``last_message_text``); ``ttl`` is the pauses'
     lifetime in seconds (default: ``TOKEN_MAX_AGE``); ``args_schemas`` is the
     argument schema of each approval action, by name, where the interrupt
-    gives none (module docstring, "The prompt").
+    gives none; an action it does not name takes its tool's own schema
+    (``tool_args_schemas``; module docstring, "The prompt").
     """
 
     def __init__(self, graph: Pregel[Any, Any, Any, Any], *,
@@ -432,7 +526,8 @@ class LangGraphAgent:
         self.input = input or (lambda value: value)
         self.output = output or last_message_text
         self.ttl = ttl
-        self.args_schemas = dict(args_schemas or {})
+        # The tools' own schemas, unless the deployment gives one (module docstring).
+        self.args_schemas = {**tool_args_schemas(graph), **(args_schemas or {})}
 
     # -- the protocol --
 

@@ -4,8 +4,11 @@
   package, and a turn of the agent they register goes start -> pause ->
   approve -> completed through the app. What they import from the reader's own
   code is supplied here: the chat model (the tests' scripted one, which asks
-  for one ``refund`` per item of the user's JSON message) and the tools (the
-  tests' fenced ``refund``).
+  for one ``refund`` per item of the user's JSON message) and the code that
+  moves the money (``make_refund``: a ``Refund`` row). "What a reviewer sees":
+  the review page of that agent's pause has an input per argument of the
+  doc's ``refund`` tool, with its constraints; a bad edit is refused on the
+  form and over the API with nothing changed, and a good one completes the turn.
 - Section 2: the wrong and the right tool run in a ``ToolNode`` that runs
   again after a sibling tool crashed; their ``Refund`` and ``notify_customer``
   (the reader's own) are counters here.
@@ -23,15 +26,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.urls import reverse
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from rest_framework.test import APIClient
 
+from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Refund
 from symfonic_django import pauses, runs
 from symfonic_django.agents.langgraph import langgraph_agent
 from symfonic_django.checkpoint import DjangoSaver
-from symfonic_django.models import PauseKind, RunStatus
+from symfonic_django.models import Decision, Pause, PauseKind, Run, RunStatus
 
+from ..conftest import snapshot
+from ..test_admin import login, page
 from .conftest import continue_run, events_of, pauses_of, run_turn
 from .graphs import CALLS, FAIL_ONCE, flaky_check, orders_input, propose
 
@@ -50,8 +58,13 @@ SUPPLIED = {
     "proj/__init__.py": "",
     "proj/llm.py": "from tests.langgraph.graphs import ScriptedChatModel\n\n"
                    "model = ScriptedChatModel()\n",
-    "proj/tools.py": "from tests.langgraph.graphs import refund  # noqa: F401\n",
+    "proj/payments.py": "from tests.langgraph.graphs import CALLS, record_refund\n\n\n"
+                        "def make_refund(order_id, amount):\n"
+                        "    CALLS['refund'] += 1\n"
+                        "    return record_refund(order_id, amount)\n",
 }
+#: The blocks of the doc the project is made of.
+PROJECT = ("proj/agents.py", "proj/tools.py")
 
 
 def python_blocks() -> list[str]:
@@ -72,7 +85,7 @@ def file_blocks() -> dict[str, str]:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[None]:
     """The snippet's ``proj`` package on the path, its settings block applied."""
     blocks = file_blocks()
-    for path, text in {**SUPPLIED, "proj/agents.py": blocks["proj/agents.py"]}.items():
+    for path, text in {**SUPPLIED, **{path: blocks[path] for path in PROJECT}}.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -113,6 +126,79 @@ def test_the_snippet_puts_a_create_agent_agent_behind_the_app(project):
     assert CALLS["refund"] == 2
     assert [d["tool_call_id"] for kind, d in events_of(done) if kind == "tool.completed"] == [
         "call-0-A-1", "call-1-B-2"]
+
+
+# --- section 1, "What a reviewer sees": the review page of the doc's agent -----------------
+
+ONE_REFUND = {"refunds": [{"order_id": "A-1", "amount": 10}]}
+
+
+@pytest.fixture
+def users(tenants: Any) -> dict[str, Any]:
+    return seed_users()
+
+
+def doc_pause() -> Pause:
+    run = run_turn("refunds", {"messages": [{"role": "user", "content": json.dumps(ONE_REFUND)}]})
+    [pause] = pauses_of(run)
+    return pause
+
+
+def input_tag(body: str, name: str) -> str:
+    [tag] = re.findall(rf'<input[^>]*name="{re.escape(name)}"[^>]*>', body)
+    return tag
+
+
+def test_the_docs_agent_gets_a_per_field_edit_form_from_its_tools_schema(project, users):
+    pause = doc_pause()
+    [request] = pause.prompt["action_requests"]
+    assert request["description"] == "refund(order_id=A-1, amount=10)"  # not LangChain's text
+    assert pause.prompt["review_configs"][0]["args_schema"]["properties"] == {
+        "order_id": {"type": "string", "minLength": 1, "maxLength": 40, "title": "Order Id"},
+        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 500, "title": "Amount"}}
+
+    body = login("alice").get(page(pause)).content.decode()
+    order_id, amount = input_tag(body, "args_0.order_id"), input_tag(body, "args_0.amount")
+    assert 'type="text"' in order_id and 'maxlength="40"' in order_id and 'value="A-1"' in order_id
+    assert 'type="number"' in amount and 'max="500"' in amount and 'value="10"' in amount
+    assert '<textarea name="args_0"' not in body  # no JSON editor beside the inputs
+    assert "Nothing checks these arguments" not in body
+    inbox = login("alice").get(reverse("admin:symfonic_django_pause_inbox")).content.decode()
+    assert "refund(order_id=A-1, amount=10)" in inbox
+    assert "Tool execution requires approval" not in inbox + body
+
+
+def test_a_bad_edit_is_refused_on_the_form_and_over_the_api_and_the_turn_goes_on(project, users):
+    """-5 and 900 are outside the tool's ``gt=0, le=500``: refused where they are typed,
+    nothing recorded; the pause stays answerable, and a good edit completes the turn."""
+    pause = doc_pause()
+    before = snapshot(pause)
+    alice = login("alice")
+    for amount in ("-5", "900"):
+        response = alice.post(page(pause), {"decision_0": "edit", "args_0.order_id": "A-1",
+                                            "args_0.amount": amount})
+        assert response.status_code == 200
+        assert not response.context["form"].is_valid()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {users['alice']['token']}")
+    bad = {"order_id": "A-1", "amount": -5}
+    for path, data in (
+        ("answer", {"answer": {"decisions": [
+            {"type": "edit", "edited_action": {"name": "refund", "args": bad}}]}}),
+        ("approve", {"edited_args": bad}),
+    ):
+        response = api.post(f"/api/symfonic/pauses/{pause.pk}/{path}/", data, format="json")
+        assert (response.status_code, response.json()["code"]) == (400, "invalid_answer")
+    assert snapshot(pause) == before
+    assert not Decision.objects.filter(pause=pause).exists()
+    assert Run.objects.get(pk=pause.run_id).status == RunStatus.PAUSED
+
+    response = alice.post(page(pause), {"decision_0": "edit", "args_0.order_id": "A-1",
+                                        "args_0.amount": "7.5"})
+    assert response.status_code == 302
+    done = continue_run(Pause.objects.get(pk=pause.pk).continuation_id)
+    assert done.status == RunStatus.COMPLETED
+    assert list(Refund.objects.values_list("order_id", "amount")) == [("A-1", Decimal("7.50"))]
 
 
 # --- section 2: the wrong and the right tool ----------------------------------------------
