@@ -25,6 +25,7 @@ from symfonic_django.exceptions import (
     ApprovalNotCounted,
     InteractionConfigurationError,
     InvalidAnswer,
+    PermissionDenied,
 )
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.runs import start_run
@@ -120,8 +121,9 @@ def test_the_runs_starter_never_counts_toward_its_own_quorum():
 def test_an_answer_that_names_nobody_cannot_count():
     _, pause = paused()
     before = rows(pause)
-    with pytest.raises(ApprovalNotCounted):
+    with pytest.raises(PermissionDenied) as refused:
         pauses.approve(pause.pk, actor=None, via="token")
+    assert (refused.value.code, refused.value.status) == ("permission_denied", 403)
     assert rows(pause) == before
 
 
