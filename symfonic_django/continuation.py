@@ -261,7 +261,13 @@ def default_service() -> HumanContinuationService:
 
 async def redeem_token(token: str, answer: Any, *, actor: Any = None,
                        via: str = AnsweredVia.TOKEN) -> pauses.Resolution:
-    """Redeem with the deployment's settings (owner guard, admission) and dispatch to a worker."""
+    """Redeem with the deployment's settings (owner guard, admission) and dispatch to a worker.
+
+    ``actor`` is the signed-in caller, if any, and is who the state machine judges:
+    the token answers a pause that needs one approver by itself, but on a pause that
+    needs several, an answer that lets an action run counts only from a reviewer of
+    the pause's scope at that moment (``pauses``), never from the token alone.
+    """
     from .conf import settings
 
     resolution, _, _ = await default_service().redeem(

@@ -132,11 +132,22 @@ class AlreadyApproved(SymfonicError):
 
 
 class ApprovalNotCounted(SymfonicError):
-    """An approval that cannot count toward a quorum: the run's starter, or nobody named."""
+    """An approval that cannot count toward a quorum: the run's own starter's. (An answer
+    from someone who may not answer the pause, a bare token included, is ``PermissionDenied``.)"""
 
     code = "approval_not_counted"
     status = 403
     default_detail = "This approval cannot count toward the pause's quorum."
+
+
+class ApprovalMismatch(SymfonicError):
+    """A further approver of a pause that needs several gave another decision list than the
+    approvals already counted: the quorum approves one answer, so it is refused. ``detail``
+    shows the earlier list."""
+
+    code = "approval_mismatch"
+    status = 409
+    default_detail = "The earlier approvals of this pause approved a different answer."
 
 
 class ClaimHeld(SymfonicError):

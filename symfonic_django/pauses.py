@@ -23,9 +23,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -37,6 +39,7 @@ from .datetimes import format_datetime
 from .exceptions import (
     AlreadyAnswered,
     AlreadyApproved,
+    ApprovalMismatch,
     ApprovalNotCounted,
     ClaimHeld,
     ClaimNotHeld,
@@ -60,7 +63,7 @@ from .models import (
     Run,
     RunStatus,
 )
-from .scopes import scope_key
+from .scopes import may_answer, may_review, scope_key
 from .tokens import PauseClaims, mint_token, pin_hash, scope_hash
 
 #: What an expired pause answers with when ``ON_EXPIRE`` is ``"resume"``.
@@ -75,6 +78,13 @@ EXPIRY_BATCH = 500
 #: symfonic_expire``) goes on taking batches: less than the beat's 30 s, so that a sweep
 #: draining a backlog has ended when the next one is due.
 SWEEP_SECONDS = 20.0
+#: Where a person answers as a reviewer: there every answer needs the answer permission in
+#: the pause's scope, held at that moment. (A token answers through ``resume/``: ``TOKEN``.)
+REVIEWER_SURFACES = (AnsweredVia.ADMIN, AnsweredVia.API)
+#: The decisions that let an action run: an answer with one of them is an approval.
+RUNNING_DECISIONS = ("approve", "edit")
+#: Who may read a scope's pauses (with the scope), and so be told who answered one.
+VIEW_PERMISSION = "symfonic_django.view_pause"
 #: The allowed edges: a pause leaves ``pending`` once, for one of these, and never returns.
 EDGES: dict[str, tuple[str, str]] = {
     "answer": (PENDING, PauseStatus.ANSWERED),
@@ -254,10 +264,22 @@ def _clock(moment: datetime) -> str:
     return format_datetime(moment, "time")
 
 
-def _refuse_closed(pause: Pause, now: datetime) -> None:
-    """Raise the refusal for a pause that can no longer be answered."""
+def _may_read(user: Any, key: str) -> bool:
+    """Whether ``user`` may read the pauses of scope ``key`` (the view permission in it)."""
+    return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False)
+                and user.has_perm(VIEW_PERMISSION) and may_review(user, key))
+
+
+def _refuse_closed(pause: Pause, now: datetime, *, caller: Any = None) -> None:
+    """Raise the refusal for a pause that can no longer be answered.
+
+    Who answered, and when, is told only to a ``caller`` who may read the pause's
+    scope: a token holder who may not learns only that it was answered.
+    """
     when = _clock(pause.answered_at) if pause.answered_at else ""
     if pause.status == PauseStatus.ANSWERED:
+        if not _may_read(caller, pause.scope_key):
+            raise AlreadyAnswered("This pause has already been answered.")
         who = pause.answered_by.get_username() if pause.answered_by else pause.answered_via
         raise AlreadyAnswered(f"Already answered by {who} at {when}.")
     if pause.status == PauseStatus.CANCELLED:
@@ -277,12 +299,59 @@ def _lookup(pause_id: Any, visible: Any) -> Pause:
     return pause
 
 
+def lets_run(pause: Pause, answer: Any) -> bool:
+    """Whether ``answer`` (validated) lets any action of ``pause`` run: an approval's
+    ``approve`` or ``edit`` decision anywhere in it, whatever the other decisions are."""
+    return pause.kind == PauseKind.APPROVAL and any(
+        decision["type"] in RUNNING_DECISIONS for decision in answer["decisions"])
+
+
+def _reviewer_now(actor: Any, key: str) -> bool:
+    """Whether ``actor`` is, as the database has it now, an active user who may answer the
+    pauses of scope ``key``.
+
+    The user is read again rather than trusted as the caller holds it: a reviewer
+    deactivated or revoked since the caller loaded them (a page opened before, a
+    long bulk action, a process's cached permissions) no longer answers.
+    """
+    if getattr(actor, "pk", None) is None or not getattr(actor, "is_authenticated", False):
+        return False
+    user = get_user_model().objects.filter(pk=actor.pk).first()
+    return bool(user is not None and user.is_active and may_answer(user, key))
+
+
+def _refuse_unless_reviewer(pause: Pause, actor: Any, *, counts: bool) -> None:
+    """Refuse an answer from anyone but a reviewer of the pause's scope, as of now.
+
+    Asked of every answer through a reviewer surface, and of every answer that
+    would count toward a quorum whatever its surface: a token alone, a token held by
+    a user without the answer permission, or a user of another scope never counts.
+    """
+    if _reviewer_now(actor, pause.scope_key):
+        return
+    if counts:
+        who = ("an answer that names nobody (a token alone)"
+               if getattr(actor, "pk", None) is None else "your answer")
+        raise PermissionDenied(
+            f"This approval needs {pause.approvals_needed} different reviewers who may answer "
+            f"this pause; {who} cannot count as one of them.")
+    raise PermissionDenied("You may not answer this pause.")
+
+
 def _leave_pending(
     pause_id: Any, *, edge: str, answer: Any, action: str, actor: Any, via: str,
     comment: str = "", visible: Any = ALL_SCOPES, validate: bool = True,
     dispatch: bool = True, now: datetime | None = None,
 ) -> Resolution:
-    """The one guarded transition out of ``pending``."""
+    """The one guarded transition out of ``pending``.
+
+    Under the paused run's and the pause's row locks, in this order: a closed pause
+    is refused; an answer through a reviewer surface, or one that would count toward
+    a quorum, needs a reviewer of the pause's scope now (``PermissionDenied``); an edit
+    the policy would ask more approvers for is refused; an answer that lets an action
+    run on a pause that needs several approvers is counted (``_count_approval``) and
+    leaves ``pending`` only as the last of them. Any other answer leaves at once.
+    """
     pause = _lookup(pause_id, visible)
     jsontext.refuse_unstorable(comment, "The comment", InvalidAnswer)
     if validate:
@@ -294,11 +363,14 @@ def _leave_pending(
         pause = (Pause.objects.select_for_update(of=("self",)).select_related("answered_by")
                  .get(pk=pause.pk))
         if pause.status != PENDING or pause.expires_at <= now:
-            _refuse_closed(pause, now)
+            _refuse_closed(pause, now, caller=actor)
         user = actor if getattr(actor, "pk", None) is not None else None
+        counts = edge == "answer" and pause.approvals_needed > 1 and lets_run(pause, answer)
+        if edge == "answer" and (counts or via in REVIEWER_SURFACES):
+            _refuse_unless_reviewer(pause, actor, counts=counts)
         if action == Decision.Action.EDIT:
             _refuse_edit_past_quorum(pause, answer)
-        if edge == "answer" and pause.approvals_needed > 1:
+        if counts:
             approvals = _count_approval(pause, run, answer, action=action, actor=user,
                                         via=via, comment=comment, now=now)
             if approvals is not None:
@@ -353,34 +425,64 @@ def _refuse_edit_past_quorum(pause: Pause, answer: Any) -> None:
             "let the agent propose the edited one.")
 
 
+def _compared(value: Any) -> Any:
+    """A JSON value as two approvals' decision lists are compared: numbers by their
+    decimal value, tagged so that ``true`` is not ``1``; strings, ``null`` and booleans
+    exactly; objects whatever their key order.
+
+    By value because a stored list comes back from the database, which may write a
+    number another way than the request did (PostgreSQL's ``jsonb`` reads ``1e+16`` back
+    as ``10000000000000000``): ``500`` and ``500.0`` are one amount to the tool.
+    """
+    if isinstance(value, dict):
+        return {key: _compared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compared(item) for item in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return ("number", Decimal(str(value)))
+    return value
+
+
+def same_decisions(one: Any, other: Any) -> bool:
+    """Whether two validated ``HITLResponse`` answers are the same decision list: the same
+    type for each action in order, the same edited arguments, and the same messages,
+    character for character (a message is what the agent reads instead of a run)."""
+    return bool(_compared(one) == _compared(other))
+
+
 def _count_approval(pause: Pause, run: Run, answer: Any, *, action: str, actor: Any, via: str,
                     comment: str, now: datetime) -> Approvals | None:
     """Record one approver of a pause that needs several, under its row lock.
 
-    Returns where the quorum stands when this approval does not complete it
-    (the pause stays pending); ``None`` when the answer ends the pause: the
-    approval that completes the quorum, or any rejection or response. An edit
-    is refused: the other approvers approved what was proposed.
+    ``answer`` lets an action run, and ``actor`` was found a reviewer of the scope
+    now. The quorum approves one answer: each approval is of its exact decision
+    list, and a list other than the ones already counted is refused
+    (``ApprovalMismatch``), as are an edit (the others approved what was proposed),
+    the run's own starter, and the same person twice. Returns where the quorum
+    stands when this approval does not complete it (the pause stays pending);
+    ``None`` for the approval that completes it: the pause leaves pending with it.
     """
     if action == Decision.Action.EDIT:
         raise InvalidAnswer(f"This approval needs {pause.approvals_needed} approvers: approve "
                             "the actions as proposed, or reject them.")
-    if action != Decision.Action.APPROVE:
-        return None
-    if actor is None:
-        raise ApprovalNotCounted(
-            f"This approval needs {pause.approvals_needed} different people to approve it; "
-            "an answer that names nobody (a token alone) cannot count as one of them.")
     if actor.pk == run.started_by_id:
         raise ApprovalNotCounted("You started this run: your approval does not count toward "
                                  "its own quorum. Another reviewer must approve it.")
     approved = list(Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE)
-                    .order_by("pk").values_list("actor_id", "actor_label"))
-    before = [label for _, label in approved]
-    if any(actor_id == actor.pk for actor_id, _ in approved):
+                    .order_by("pk").values_list("actor_id", "actor_label", "answer"))
+    before = [label for _, label, _ in approved]
+    if any(actor_id == actor.pk for actor_id, _, _ in approved):
         raise AlreadyApproved(
             f"You already approved this; it needs {pause.approvals_needed - len(before)} "
             "more approver(s).")
+    differing = next((earlier for _, _, earlier in approved
+                      if not same_decisions(earlier, answer)), None)
+    if differing is not None:
+        shown = json.dumps(differing["decisions"], ensure_ascii=False, separators=(", ", ": "))
+        raise ApprovalMismatch(
+            f"This pause needs {pause.approvals_needed} approvers of one answer, and the "
+            f"approval already given is of other decisions: {shown}. Give exactly these "
+            "decisions to add your approval, or reject every action to end the pause.")
     if len(before) + 1 >= pause.approvals_needed:
         return None  # the last approval: the pause leaves pending with it
     Decision.objects.create(pause=pause, scope_key=pause.scope_key, actor=actor,
@@ -398,8 +500,13 @@ def answer_pause(pause_id: Any, answer: Any, *, actor: Any = None, via: str = An
     pause = _lookup(pause_id, visible)
     action: str = Decision.Action.ANSWER
     if pause.kind == PauseKind.APPROVAL and isinstance(answer, dict):
-        types = {d.get("type") for d in answer.get("decisions") or [] if isinstance(d, dict)}
-        action = next((a for a in ("edit", "reject", "respond") if a in types), "approve")
+        # An answer that lets any action run is an approval (of that list), whatever the
+        # other decisions are; only one that lets none run is a rejection or a response.
+        decisions = answer.get("decisions")
+        types = {d.get("type") for d in decisions if isinstance(d, dict)} if isinstance(
+            decisions, list) else set()
+        action = next((a for a in ("edit", "approve", "reject", "respond") if a in types),
+                      "approve")
     return _leave_pending(pause_id, edge="answer", answer=answer, action=action,
                           actor=actor, via=via, visible=visible, dispatch=dispatch,
                           comment=comment)
@@ -546,7 +653,7 @@ def _claimable(pause_id: Any, actor: Any, visible: Any, now: datetime) -> Pause:
     pause = (Pause.objects.select_for_update(of=("self",))
              .select_related("answered_by", "claimed_by").get(pk=pause.pk))
     if pause.status != PENDING or pause.expires_at <= now:
-        _refuse_closed(pause, now)
+        _refuse_closed(pause, now, caller=actor)
     return pause
 
 
@@ -558,16 +665,21 @@ def claim(pause_id: Any, *, actor: Any, via: str = AnsweredVia.PYTHON,
     Refused, changing nothing: ``ClaimHeld`` while another reviewer's claim has not
     lapsed; ``AlreadyAnswered`` / ``PauseCancelled`` / ``PauseExpired`` for a closed pause;
     ``NotFound`` outside ``visible``; ``PermissionDenied`` for no user.
+
+    A claim whose holder may no longer answer the pause (deactivated, the answer
+    permission or the scope taken away) has lapsed: it blocks nobody.
     """
     now = now or timezone.now()
     until = now + timedelta(seconds=settings.CLAIM_SECONDS)
     with transaction.atomic():
         pause = _claimable(pause_id, actor, visible, now)
         holder = pause.claimant_at(now)
-        if holder is not None and holder.pk != actor.pk:
-            raise ClaimHeld(f"Being reviewed by {_label(holder)} until "
-                            f"{_clock(pause.claimed_until or now)}.")
         free = Q(claimed_by__isnull=True) | Q(claimed_by=actor.pk) | Q(claimed_until__lte=now)
+        if holder is not None and holder.pk != actor.pk:
+            if _reviewer_now(holder, pause.scope_key):
+                raise ClaimHeld(f"Being reviewed by {_label(holder)} until "
+                                f"{_clock(pause.claimed_until or now)}.")
+            free |= Q(claimed_by=holder.pk)  # revoked since it claimed: taken over
         if not Pause.objects.filter(free, pk=pause.pk, status=PENDING).update(
                 claimed_by=actor.pk, claimed_until=until, updated_at=now):
             # SQLite, without row locks: another reviewer claimed it since it was read.

@@ -1,11 +1,14 @@
 """Several approvers (DESIGN section 3): a pause that needs N distinct people to approve it.
 
 The policy here asks two approvers of every approval pause. Each approval is a
-``Decision``; the pause leaves ``pending`` on the second distinct approver, or
-on the first rejection. The same person twice, the run's own starter, and an
-answer that names nobody (a token alone) never count, and a refusal changes
-nothing. Concurrent approvals from separate processes are raced in
-``tests/integration/test_quorum_race.py``.
+``Decision`` of one decision list; the pause leaves ``pending`` on the second
+distinct approver of the same list, or on the first answer that lets nothing
+run. The same person twice, the run's own starter, and an answer that names
+nobody (a token alone) never count, and a refusal changes nothing. Mixed
+answers and the surfaces (API, admin, ``resume/``) are replayed in
+``tests/test_quorum_findings.py``; concurrent approvals from separate processes
+are raced in ``tests/integration/test_quorum_race.py``; random interleavings are
+``tests/property/test_quorum.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from symfonic_django.exceptions import (
     ApprovalNotCounted,
     InteractionConfigurationError,
     InvalidAnswer,
+    PermissionDenied,
 )
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.runs import start_run
@@ -120,8 +124,9 @@ def test_the_runs_starter_never_counts_toward_its_own_quorum():
 def test_an_answer_that_names_nobody_cannot_count():
     _, pause = paused()
     before = rows(pause)
-    with pytest.raises(ApprovalNotCounted):
+    with pytest.raises(PermissionDenied) as refused:
         pauses.approve(pause.pk, actor=None, via="token")
+    assert (refused.value.code, refused.value.status) == ("permission_denied", 403)
     assert rows(pause) == before
 
 
@@ -248,3 +253,29 @@ def test_the_review_page_offers_no_edit_on_a_pause_that_needs_several_approvers(
     assert 'value="approve"' in body and 'value="reject"' in body
     assert 'value="edit"' not in body
     assert pauses.offered_decisions(pause, "ship") == ["approve", "reject"]
+
+
+# --- one answer: what "the same decision list" means (pauses.same_decisions) ---------------
+
+@pytest.mark.parametrize(("one", "other", "same"), [
+    # Key order does not matter; numbers are compared by value, as the database may write
+    # them back another way (jsonb reads 1e16 back as 10000000000000000).
+    ({"decisions": [{"type": "edit", "edited_action": {"name": "r", "args": {"a": 500, "b": 1}}}]},
+     {"decisions": [{"edited_action": {"args": {"b": 1.0, "a": 500.0}, "name": "r"}, "type": "edit"}]},
+     True),
+    ({"decisions": [{"type": "edit", "edited_action": {"name": "r", "args": {"n": 1e16}}}]},
+     {"decisions": [{"type": "edit", "edited_action": {"name": "r", "args": {"n": 10**16}}}]},
+     True),
+    # true is not 1; another amount, another order of decisions, another message: other lists.
+    ({"decisions": [{"type": "edit", "edited_action": {"name": "r", "args": {"f": True}}}]},
+     {"decisions": [{"type": "edit", "edited_action": {"name": "r", "args": {"f": 1}}}]}, False),
+    ({"decisions": [{"type": "approve"}, {"type": "reject"}]},
+     {"decisions": [{"type": "reject"}, {"type": "approve"}]}, False),
+    ({"decisions": [{"type": "approve"}, {"type": "reject"}]},
+     {"decisions": [{"type": "approve"}, {"type": "reject", "message": "no"}]}, False),
+    ({"decisions": [{"type": "approve"}, {"type": "respond", "message": "Ask first"}]},
+     {"decisions": [{"type": "approve"}, {"type": "respond", "message": "ask first"}]}, False),
+])
+def test_the_same_decision_list_is_equal_json_with_messages_exact(one, other, same):
+    assert pauses.same_decisions(one, other) is same
+    assert pauses.same_decisions(other, one) is same

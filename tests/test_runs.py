@@ -211,7 +211,7 @@ def test_a_retried_turn_that_gets_its_own_pause_back_ends_paused_on_it(tenants):
     assert run.pauses.count() == 1
     assert TurnEvent.objects.filter(run=run, type="turn.paused").get().data == {
         "pause_ids": [str(pause.pk)]}
-    pauses.approve(pause.pk, via="api")
+    pauses.approve(pause.pk)
     (continuation,) = Run.objects.filter(parent=run)
     assert execute_run(continuation.pk) == RunStatus.COMPLETED
     assert seqs_are_contiguous(run)
