@@ -267,4 +267,4 @@ def test_without_the_langgraph_extra_the_example_registers_the_plain_agents_alon
                           text=True, timeout=120, env=env,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "['refund', 'shipping']"
+    assert done.stdout.splitlines()[-1] == "['refund', 'shipping', 'slow_refund']"
