@@ -63,7 +63,7 @@ from .models import (
     Run,
     RunStatus,
 )
-from .scopes import may_answer, may_review, scope_key
+from .scopes import may_answer, may_read_pauses, scope_key, started_run
 from .tokens import PauseClaims, mint_token, pin_hash, scope_hash
 
 #: What an expired pause answers with when ``ON_EXPIRE`` is ``"resume"``.
@@ -83,8 +83,6 @@ SWEEP_SECONDS = 20.0
 REVIEWER_SURFACES = (AnsweredVia.ADMIN, AnsweredVia.API)
 #: The decisions that let an action run: an answer with one of them is an approval.
 RUNNING_DECISIONS = ("approve", "edit")
-#: Who may read a scope's pauses (with the scope), and so be told who answered one.
-VIEW_PERMISSION = "symfonic_django.view_pause"
 #: The allowed edges: a pause leaves ``pending`` once, for one of these, and never returns.
 EDGES: dict[str, tuple[str, str]] = {
     "answer": (PENDING, PauseStatus.ANSWERED),
@@ -264,12 +262,6 @@ def _clock(moment: datetime) -> str:
     return format_datetime(moment, "time")
 
 
-def _may_read(user: Any, key: str) -> bool:
-    """Whether ``user`` may read the pauses of scope ``key`` (the view permission in it)."""
-    return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False)
-                and user.has_perm(VIEW_PERMISSION) and may_review(user, key))
-
-
 def _refuse_closed(pause: Pause, now: datetime, *, caller: Any = None) -> None:
     """Raise the refusal for a pause that can no longer be answered.
 
@@ -278,7 +270,7 @@ def _refuse_closed(pause: Pause, now: datetime, *, caller: Any = None) -> None:
     """
     when = _clock(pause.answered_at) if pause.answered_at else ""
     if pause.status == PauseStatus.ANSWERED:
-        if not _may_read(caller, pause.scope_key):
+        if not may_read_pauses(caller, pause.scope_key):
             raise AlreadyAnswered("This pause has already been answered.")
         who = pause.answered_by.get_username() if pause.answered_by else pause.answered_via
         raise AlreadyAnswered(f"Already answered by {who} at {when}.")
@@ -368,6 +360,12 @@ def _leave_pending(
         counts = edge == "answer" and pause.approvals_needed > 1 and lets_run(pause, answer)
         if edge == "answer" and (counts or via in REVIEWER_SURFACES):
             _refuse_unless_reviewer(pause, actor, counts=counts)
+        elif (edge == "answer" and via == AnsweredVia.TOKEN and user is not None
+              and not started_run(user, run)):
+            # A token sent with a login names who answers: the starter, or a reviewer of
+            # the scope. Anyone else is refused, so the audit never names a user who may
+            # not answer; the token alone (no login) still answers a one-approver pause.
+            _refuse_unless_reviewer(pause, actor, counts=False)
         if action == Decision.Action.EDIT:
             _refuse_edit_past_quorum(pause, answer)
         if counts:
