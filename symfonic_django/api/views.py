@@ -62,9 +62,12 @@ from .throttling import FailedTokenAttempts, ResumeThrottle
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, text in {
     400: "invalid_answer or invalid_request", 401: "not_authenticated",
-    403: "permission_denied, invalid_token, scope_mismatch, scope_unknown or lineage_refused",
+    403: "permission_denied, invalid_token, scope_mismatch, scope_unknown, lineage_refused, or "
+         "approval_not_counted (the run's starter approving its own several-approver pause)",
     404: "not_found (also for a pause of a scope the caller cannot see)",
-    409: "already_answered, or idempotency_in_progress", 410: "expired",
+    409: "already_answered, idempotency_in_progress, already_approved (you approved this "
+         "pause already), or approval_mismatch (other approvers approved another decision "
+         "list: the earlier list is in detail)", 410: "expired",
     413: "payload_too_large", 429: "throttled",
 }.items()}
 ACCEPTED = {202: s.AcceptedSerializer, **ERRORS, 422: OpenApiResponse(
