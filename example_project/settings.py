@@ -196,7 +196,7 @@ SYMFONIC = {
     "SCOPE_LOADER": "example_project.shop.scopes.load_tenant",
     "REVIEWER_SCOPES": "example_project.shop.scopes.reviewer_scopes",
     "REQUEST_SCOPE": "example_project.shop.scopes.request_tenant",
-    # Four eyes: a refund over 500 needs two distinct approvers (DESIGN section 3).
+    # Four eyes: a refund over 500 needs two distinct approvers (docs/design.md section 3).
     "APPROVAL_POLICY": "example_project.shop.approvals.two_approvers_over_500",
     "LEASE_SECONDS": int(os.environ.get("SYMFONIC_LEASE_SECONDS", "60")),
     # A worker keeps a tenant it loaded for a turn this long for the next turns of that

@@ -9,7 +9,7 @@ rows. A pause is answered on its own page through ``pauses.answer_pause``,
 or in bulk through ``pauses.approve`` / ``pauses.reject``; the admin never
 writes a status itself, and shows a refusal as the exception's words.
 
-No input is a 500 (DESIGN section 6): the answer forms refuse what the database
+No input is a 500 (docs/design.md section 6): the answer forms refuse what the database
 cannot store (``forms``), the lists filter only by the filters they offer, and
 a NUL in a filter or a search, or an action's id that is not an id, is a 400.
 """

@@ -3,7 +3,7 @@
 The turn driver (``turns.py``) sets a ``RunIdentity`` in a context variable for the length of a
 turn. ``current_run_binding()`` copies the two id strings out of it — and
 nothing else — into a ``PauseBinding`` with the deployment's own metadata
-(rules B1–B6 of DESIGN section 2).
+(rules B1–B6 of docs/design.md section 5).
 """
 
 from __future__ import annotations

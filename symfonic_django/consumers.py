@@ -1,4 +1,4 @@
-"""The websocket that streams one run: ``/ws/symfonic/runs/<run_id>/`` (DESIGN section 7).
+"""The websocket that streams one run: ``/ws/symfonic/runs/<run_id>/`` (docs/design.md section 6).
 
 The database is the stream; the channel layer is the doorbell. The consumer
 remembers the last ``seq`` it sent and always sends what the database holds

@@ -1,6 +1,6 @@
 """Redeeming a pause token and streaming the resumed turn (``human_continuation``).
 
-The order of checks is the contract (DESIGN section 2, C1–C12):
+The order of checks is the contract (the rules C1–C12 of docs/design.md section 5):
 
 1. the token is authenticated — signature, then expiry — by the capability;
 2. only then is the deployment asked for the scope (``scope_for_claims``);

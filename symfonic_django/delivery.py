@@ -1,6 +1,6 @@
 """What a watcher is sent: stored events in their pinned wire form, tokens only to answerers.
 
-A pause token is a bearer credential for answering (DESIGN sections 6 and 7,
+A pause token is a bearer credential for answering (docs/design.md section 6,
 "Who holds a token"). Events are stored without one; the surface that
 delivers ``pause.requested`` (the websocket, the events API) mints a token
 only for a watcher who may answer the run's pauses, judged afresh: an active

@@ -1,6 +1,6 @@
 """Every refusal the app can make, one typed exception per error code.
 
-Each class carries the HTTP ``status`` and the pinned ``code`` of DESIGN
+Each class carries the HTTP ``status`` and the pinned ``code`` of docs/design.md
 section 6, so the API, the admin and the Python callers refuse the same way.
 A refusal is raised before anything is written: catching one means no row
 changed.

@@ -34,7 +34,7 @@ secret in ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature``.
 ``webhook-id`` is the delivery's id, the same on every attempt, so a
 receiver drops a repeat (delivery is at least once).
 
-A pause token is a bearer credential for answering (DESIGN section 6, "Who
+A pause token is a bearer credential for answering (docs/design.md section 6, "Who
 holds a token"). No notification carries one unless a setting asks
 (``INCLUDE_TOKEN`` for email, an endpoint's ``INCLUDE_TOKEN``), and then
 only ``pause.requested`` or ``pause.reminder`` of a pause still pending (their

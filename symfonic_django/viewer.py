@@ -23,7 +23,7 @@ review page loads the same catalog for ``review.js`` when it is mounted.
 Beside it, ``runs/<run_id>/live/state/`` (URL name ``symfonic_run_live_state``)
 says where a paused run stands: each of its pauses, and the continuation
 once the last one is resolved. The socket closes after ``turn.paused``
-(DESIGN section 7), so the page asks this after that event, at a short
+(docs/design.md section 6), so the page asks this after that event, at a short
 interval, until the pauses are resolved, and then opens the continuation's
 stream. Whichever surface answered (admin, API, token, expiry), the answer is
 in the pause row, so the page learns of it the same way.

@@ -1,4 +1,4 @@
-"""No 5xx from any input in the admin (DESIGN section 6, "A 5xx is a bug, whatever the input").
+"""No 5xx from any input in the admin (docs/design.md section 6, "A 5xx is a bug, whatever the input").
 
 Each hostile input an outside attack found is refused cleanly: in an answer form
 it is a form error (the page again, status 200, the reason in words, the typed

@@ -1,4 +1,4 @@
-"""The HTTP API's acceptance (DESIGN section 6, pinned): every row of the error
+"""The HTTP API's acceptance (docs/design.md section 6, pinned): every row of the error
 table, the success shapes, pagination and filters, runs and events,
 ``Idempotency-Key``, and a list whose query count does not grow with the page.
 
@@ -563,7 +563,7 @@ def test_answered_sibling_has_no_run_or_stream_until_the_last_is_answered(alice)
 def test_pause_json_has_exactly_the_pinned_keys(alice):
     run, pause = paused_run()
     body = alice.get(f"{API}pauses/{pause.pk}/").json()
-    # DESIGN section 6 allows fields beside the pinned ones; this app adds ``scope``.
+    # docs/design.md section 6 allows fields beside the pinned ones; this app adds ``scope``.
     assert set(body) == PAUSE_KEYS | {"scope"}
     assert body["id"] == str(pause.pk) and body["run_id"] == str(run.pk)
     assert body["root_run_id"] == str(run.pk) and body["kind"] == "approval"
@@ -705,7 +705,7 @@ def test_starting_a_run_is_accepted_in_the_callers_tenant(alice):
 
 
 
-# --- who holds a token: only those who may answer (DESIGN section 6) ------------------------
+# --- who holds a token: only those who may answer (docs/design.md section 6) ------------------------
 
 def requested_data(client: APIClient, run: Run) -> dict[str, Any]:
     response = client.get(f"{API}runs/{run.pk}/events/")

@@ -1,4 +1,4 @@
-"""Several approvers (DESIGN section 3): a pause that needs N distinct people to approve it.
+"""Several approvers (docs/design.md section 3): a pause that needs N distinct people to approve it.
 
 The policy here asks two approvers of every approval pause. Each approval is a
 ``Decision`` of one decision list; the pause leaves ``pending`` on the second

@@ -1,4 +1,4 @@
-"""System checks (DESIGN section 9, rule C12): the exact messages, by id, per misconfiguration.
+"""System checks (docs/design.md section 7, rule C12): the exact messages, by id, per misconfiguration.
 
 Each test calls the check functions directly under ``override_settings`` and
 compares the whole list, so a new, missing or reworded message fails here.

@@ -288,7 +288,7 @@ def test_after_the_end_closes_at_once_with_nothing_to_send(tenants):
         [], 1000)
 
 
-# --- a malformed query: accepted, then closed 4400 with a reason (DESIGN section 7) -------------
+# --- a malformed query: accepted, then closed 4400 with a reason (docs/design.md section 6) -------------
 
 @pytest.mark.parametrize("query", [
     "?after=%C2%B2", "?after=-1", "?after=1e3", "?after=2147483648", "?after=" + "9" * 5000,
@@ -317,7 +317,7 @@ def test_unknown_query_parameters_are_ignored(tenants):
     assert [e["seq"] for e in events] == [4] and code == 1000
 
 
-# --- who holds a token: only those who may answer (DESIGN sections 6 and 7) ------------------
+# --- who holds a token: only those who may answer (docs/design.md section 6) ------------------
 
 def requested(events: list[dict]) -> dict:
     return next(e["data"] for e in events if e["type"] == "pause.requested")

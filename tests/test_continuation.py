@@ -1,6 +1,6 @@
 """The continuation contract (``human_continuation.txt``), one test per rule C1–C12.
 
-DESIGN section 2: a pause token is authenticated before the deployment is
+docs/design.md section 5: a pause token is authenticated before the deployment is
 asked for its scope, every refusal before the single-use claim leaves the
 pause redeemable, exactly one redeemer wins, and the resumed turn streams.
 The 32-process race on PostgreSQL lives in ``tests/integration``; C6 here is

@@ -1,4 +1,4 @@
-"""``seed_demo`` (pinned in DESIGN section 10) and what ``make demo`` seeds beside it."""
+"""``seed_demo`` (pinned in docs/design.md section 6) and what ``make demo`` seeds beside it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pause tokens (DESIGN section 4): signed, expiring, bounded, typed failures, never stored."""
+"""Pause tokens (docs/design.md section 4): signed, expiring, bounded, typed failures, never stored."""
 
 from __future__ import annotations
 

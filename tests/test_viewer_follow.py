@@ -1,6 +1,6 @@
 """The live viewer's state URL: how a paused run's pauses stand, and where it continues.
 
-The viewer's socket closes after ``turn.paused`` (DESIGN section 7), so the
+The viewer's socket closes after ``turn.paused`` (docs/design.md section 6), so the
 page asks ``runs/<id>/live/state/`` until the pauses are resolved and then
 follows the continuation. These read as its contract: the same answer
 whichever surface answered, the page's scope rule (a 404 for a run the user

@@ -712,7 +712,7 @@ def refusal_message(refusal: ResumeRefused) -> str:
     ``"<reason>: <detail>"``, the reason one of ``ResumeRefused.REASONS``, so a
     client reads it as ``message.partition(": ")[0]``. The reason goes in the
     message because ``turn.failed``'s data is pinned to ``code`` and ``message``
-    (DESIGN section 7), and ``run.error`` copies them.
+    (docs/design.md section 6), and ``run.error`` copies them.
     """
     return f"{refusal.reason}: {refusal.detail}"
 

@@ -1,7 +1,7 @@
 """One error body everywhere: ``{"code": "<code>", "detail": "<human sentence>"}``.
 
 Refusals of the state machine (``SymfonicError``) and DRF's own exceptions are
-mapped to the pinned codes of DESIGN section 6. Nothing else ever reaches
+mapped to the pinned codes of docs/design.md section 6. Nothing else ever reaches
 Django's error page, whatever ``DEBUG`` says: a value the database refuses
 (``DataError``) is the client's malformed request, and anything unforeseen is
 logged and answered in the same shape, without a word about the deployment.

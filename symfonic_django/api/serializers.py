@@ -1,4 +1,4 @@
-"""Request and response shapes of the HTTP API (DESIGN section 6, pinned)."""
+"""Request and response shapes of the HTTP API (docs/design.md section 6, pinned)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ..models import Pause, Run
 
 
 class PauseSerializer(serializers.ModelSerializer[Pause]):
-    """A pause: the pinned keys of DESIGN section 6, and ``scope``.
+    """A pause: the pinned keys of docs/design.md section 6, and ``scope``.
 
     ``scope`` is the pause's scope key (its tenant), shown to reviewers of that
     scope. A view serializing a pause for a caller who may not review its scope

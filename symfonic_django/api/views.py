@@ -130,7 +130,7 @@ class SymfonicAPIView(APIView):
     a header it does not understand, as DRF does.
     """
 
-    # Bodies are JSON (DESIGN section 6). Accepting forms too would document them
+    # Bodies are JSON (docs/design.md section 6). Accepting forms too would document them
     # in the schema, and daphne refuses a malformed multipart body itself, with a
     # bare 400 that is not the pinned error body. The parser bounds size and depth
     # before parsing and refuses what no database stores (parsers.py).

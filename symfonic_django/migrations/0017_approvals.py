@@ -1,4 +1,4 @@
-"""Several approvers (DESIGN section 3): how many a pause needs, and who started a run.
+"""Several approvers (docs/design.md section 3): how many a pause needs, and who started a run.
 
 Both columns are added with a constant default or NULL, which PostgreSQL 11+ does
 without rewriting the table; the foreign key's check reads the run table once,

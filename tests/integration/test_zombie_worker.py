@@ -198,7 +198,7 @@ def freeze_and_reap(kind: str, zombie: Worker, workers: Workers, tenants: dict[s
                      what="the frozen transaction to be gone", detail=lambda: str(
                          zombie_sessions()))
         elif kind == "waiting_on_refund_insert":
-            # DESIGN 3: a worker frozen inside a fenced transaction has it ended by the
+            # docs/design.md section 3: a worker frozen inside a fenced transaction has it ended by the
             # server about a lease later. Wake it only after that, to see that path.
             wait_for(lambda: not zombie_in_transaction(), timeout=LEASE_SECONDS * 3,
                      what="the server to end the frozen fenced transaction")

@@ -1,5 +1,5 @@
 """LangGraph interrupts behind the app: each becomes a pause, answered through the app,
-and the graph resumes once, on the Django checkpoint saver (DESIGN section 5)."""
+and the graph resumes once, on the Django checkpoint saver (docs/langgraph.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The example's ``refund_graph`` (DESIGN section 10): several refunds in one request are
+"""The example's ``refund_graph`` (docs/design.md section 6): several refunds in one request are
 one approval pause with an action per refund; each approved or edited action is one
 ``Refund`` row, exactly once; a rejected one is none; bad input never becomes a run."""
 

@@ -1,7 +1,7 @@
 """A refused resume tells a client why, in a fixed form: ``turn.failed`` and ``run.error``
 carry code ``resume_refused`` and a message ``"<reason>: <detail>"``, the reason one of
 ``ResumeRefused.REASONS`` (``turn.failed``'s data is pinned to ``code`` and ``message``,
-DESIGN section 7, so the reason goes in the message rather than in a key of its own)."""
+docs/design.md section 6, so the reason goes in the message rather than in a key of its own)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What LangGraph lets through and the app refuses, each refusal leaving the thread and the
 pause as they were: an unknown or used interrupt id, a finished thread, and a
-``HITLResponse`` that does not match the pending request (DESIGN section 5)."""
+``HITLResponse`` that does not match the pending request (docs/langgraph.md)."""
 
 from __future__ import annotations
 
