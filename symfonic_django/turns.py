@@ -32,11 +32,11 @@ from django.db import connection, transaction
 
 from . import events as ev
 from . import pauses, runs
-from .agents.base import Agent
+from .agents.base import Agent, AnsweredPause, ReviewedAction
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError, InvalidProposal
-from .models import Pause, Run, TurnEvent
+from .models import Pause, PauseStatus, Run, TurnEvent
 from .runs import LeaseLost
 from .scopes import load_scope, load_scope_for_turn
 
@@ -58,12 +58,19 @@ def worker_name() -> str:
 
 @dataclass
 class Continuation:
-    """What a resumed turn is handed: the answers of the pauses that stopped it."""
+    """What a resumed turn is handed: the pauses that stopped it, and their answers.
+
+    ``answers`` maps each pause id to its answer as given; ``pauses`` maps the
+    same ids, in the order they were asked, to the pause as asked and as it
+    ended (``AnsweredPause``); ``actions`` lists every proposed action of those
+    pauses with its decision and the arguments it may run with.
+    """
 
     run: Run
     paused_run_id: str
     answers: dict[str, Any]
     scope: Any
+    pauses: dict[str, AnsweredPause] = field(default_factory=dict)
 
     @property
     def answer(self) -> Any:
@@ -71,6 +78,18 @@ class Continuation:
         if len(self.answers) != 1:
             raise ValueError("this continuation carries several answers; read .answers")
         return next(iter(self.answers.values()))
+
+    @property
+    def pause(self) -> AnsweredPause:
+        """The single pause, for the common one-pause case."""
+        if len(self.pauses) != 1:
+            raise ValueError("this continuation carries several pauses; read .pauses")
+        return next(iter(self.pauses.values()))
+
+    @property
+    def actions(self) -> list[ReviewedAction]:
+        """Every action the approval pauses proposed, with what was decided on it."""
+        return [action for pause in self.pauses.values() for action in pause.actions]
 
 
 @dataclass
@@ -260,8 +279,15 @@ async def agent_for_run(run: Run, scope: Any) -> Agent:
 
 
 def _continuation(run: Run, scope: Any) -> Continuation:
+    """The continuation of ``run``: its answers, and the pauses they answer, read once."""
     answers = run.input.get("answers", {}) if isinstance(run.input, dict) else {}
-    return Continuation(run=run, paused_run_id=str(run.parent_id), answers=answers, scope=scope)
+    rows = (Pause.objects.filter(pk__in=list(answers))
+            .order_by("created_at").values_list("pk", "kind", "prompt", "status"))
+    answered = {str(pk): AnsweredPause.of(str(pk), kind, prompt, answers[str(pk)],
+                                          expired=status == PauseStatus.EXPIRED)
+                for pk, kind, prompt, status in rows}
+    return Continuation(run=run, paused_run_id=str(run.parent_id), answers=answers, scope=scope,
+                        pauses=answered)
 
 
 def _end(turn: TurnContext, event: ev.Event) -> str:
@@ -306,7 +332,7 @@ async def stream_turn(run: Run, *, worker: str, agent: Agent | None = None, scop
             if agent is None:
                 agent = await agent_for_run(run, scope)
             if run.resumed_from_id:
-                continuation = _continuation(run, scope)
+                continuation = await sync_to_async(_continuation)(run, scope)
                 source = (agent.continue_recovered_typed(continuation) if prepared_plan is None
                           and event_guard is None else agent.continue_recovered_typed(
                               continuation, prepared_plan=prepared_plan, event_guard=event_guard))

@@ -5,15 +5,97 @@ An agent is any object with two async-generator methods yielding typed events
 pauses the turn for a person: the turn ends ``turn.paused`` when the generator
 finishes, and the continuation is handed the answers. Side effects that must
 happen at most once go through ``fenced()`` / ``afenced()``.
+
+A resumed turn reads what people did through its continuation:
+``continuation.actions`` (each proposed action, its proposed arguments, the
+decision and the arguments it may run with) and ``continuation.pauses`` (each
+pause as asked and as it ended). ``docs/agents.md`` describes every attribute.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Event
 from ..models import Run
+
+#: The decision on an action of an approval pause that expired unanswered and resumed the
+#: turn (``ON_EXPIRE="resume"``); the others are the ``HITLResponse`` decision types.
+EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class ReviewedAction:
+    """One action an approval pause proposed, and what was decided on it.
+
+    ``decision`` is the reviewer's: ``"approve"``, ``"edit"``, ``"reject"`` or
+    ``"respond"``; or ``"expired"`` when nobody answered in time and the pause
+    resumed the turn. ``approved_args`` are the arguments the action may run
+    with: the proposal as shown on ``approve``, the reviewer's edit on
+    ``edit``, and ``None`` on every other decision (the action must not run).
+    ``message`` is the reviewer's words with ``reject`` or ``respond`` (``""``
+    when none were given).
+    """
+
+    pause_id: str
+    name: str
+    proposed_args: dict[str, Any]
+    decision: str
+    approved_args: dict[str, Any] | None
+    message: str = ""
+
+    @property
+    def approved(self) -> bool:
+        """The action may run, with ``approved_args`` (approved as proposed, or edited)."""
+        return self.approved_args is not None
+
+    @property
+    def edited(self) -> bool:
+        """The reviewer changed the arguments before approving."""
+        return self.decision == "edit"
+
+
+@dataclass(frozen=True)
+class AnsweredPause:
+    """A pause that stopped the turn: what the agent asked, and how it ended.
+
+    ``kind`` is ``"approval"`` or ``"question"``; ``prompt`` is the pause's
+    prompt as stored (an approval's ``HITLRequest``, normalized); ``answer`` the
+    answer as given (a ``HITLResponse``, the question's value, or
+    ``{"timeout": True}`` when it expired). ``expired`` is true when nobody
+    answered in time (``ON_EXPIRE="resume"``). ``actions`` has an approval's
+    actions, in the order proposed; a question has none.
+    """
+
+    pause_id: str
+    kind: str
+    prompt: Any
+    answer: Any
+    expired: bool = False
+    actions: tuple[ReviewedAction, ...] = ()
+
+    @classmethod
+    def of(cls, pause_id: str, kind: str, prompt: Any, answer: Any, *,
+           expired: bool) -> AnsweredPause:
+        """Pair an approval's proposed actions with their decisions (a question has none)."""
+        if kind != "approval":
+            return cls(pause_id, kind, prompt, answer, expired)
+        requests = prompt["action_requests"]
+        decisions = ([{"type": EXPIRED}] * len(requests) if expired
+                     else answer["decisions"])  # checked one per action when it was given
+        actions = []
+        for request, decision in zip(requests, decisions, strict=True):
+            proposed = dict(request.get("args") or {})
+            kind_of = decision["type"]
+            approved = (dict(proposed) if kind_of == "approve" else
+                        dict(decision["edited_action"]["args"]) if kind_of == "edit" else None)
+            actions.append(ReviewedAction(
+                pause_id=pause_id, name=request["name"], proposed_args=proposed,
+                decision=kind_of, approved_args=approved,
+                message=str(decision.get("message") or "")))
+        return cls(pause_id, kind, prompt, answer, expired, tuple(actions))
 
 
 class TurnContext(Protocol):
@@ -49,6 +131,15 @@ class Continuation(Protocol):
 
     @property
     def answer(self) -> Any: ...
+
+    @property
+    def pauses(self) -> dict[str, AnsweredPause]: ...
+
+    @property
+    def pause(self) -> AnsweredPause: ...
+
+    @property
+    def actions(self) -> list[ReviewedAction]: ...
 
 
 @runtime_checkable
