@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
+from uuid import UUID
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import connection, transaction
@@ -278,16 +279,32 @@ async def agent_for_run(run: Run, scope: Any) -> Agent:
     return agent
 
 
+def _is_uuid(value: str) -> bool:
+    try:
+        UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _answered_pauses(run: Run, answers: dict[str, Any]) -> dict[str, AnsweredPause]:
+    """The paused run's pauses that ``answers`` names, oldest first, as asked and as they
+    ended. A name that is no pause of the paused run has no entry."""
+    if run.parent_id is None:
+        return {}
+    rows = (Pause.objects.filter(run_id=run.parent_id,
+                                 pk__in=[key for key in answers if _is_uuid(str(key))])
+            .order_by("created_at").values_list("pk", "kind", "prompt", "status"))
+    return {str(pk): AnsweredPause(str(pk), kind, prompt, answers[str(pk)],
+                                   expired=status == PauseStatus.EXPIRED)
+            for pk, kind, prompt, status in rows}
+
+
 def _continuation(run: Run, scope: Any) -> Continuation:
     """The continuation of ``run``: its answers, and the pauses they answer, read once."""
     answers = run.input.get("answers", {}) if isinstance(run.input, dict) else {}
-    rows = (Pause.objects.filter(pk__in=list(answers))
-            .order_by("created_at").values_list("pk", "kind", "prompt", "status"))
-    answered = {str(pk): AnsweredPause.of(str(pk), kind, prompt, answers[str(pk)],
-                                          expired=status == PauseStatus.EXPIRED)
-                for pk, kind, prompt, status in rows}
     return Continuation(run=run, paused_run_id=str(run.parent_id), answers=answers, scope=scope,
-                        pauses=answered)
+                        pauses=_answered_pauses(run, answers))
 
 
 def _end(turn: TurnContext, event: ev.Event) -> str:

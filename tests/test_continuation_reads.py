@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from symfonic_django import AnsweredPause, ReviewedAction, pauses, request_pause
+from symfonic_django import AnsweredPause, ReviewedAction, pauses, request_pause, runs
 from symfonic_django.events import TurnCompleted
 from symfonic_django.models import Pause, Run, RunStatus
 from symfonic_django.turns import Continuation, execute_run
@@ -202,8 +202,8 @@ def test_several_pauses_are_read_in_the_order_asked_each_with_its_own_decisions(
 
 
 def test_continuation_pause_is_the_single_pause_and_refuses_to_choose_among_several():
-    one = AnsweredPause.of("p1", "question", QUESTION, {"carrier": "dhl"}, expired=False)
-    two = AnsweredPause.of("p2", "question", QUESTION, {"carrier": "ups"}, expired=False)
+    one = AnsweredPause("p1", "question", QUESTION, {"carrier": "dhl"})
+    two = AnsweredPause("p2", "question", QUESTION, {"carrier": "ups"})
     run = Run(agent="reading")
     assert Continuation(run, "r", {"p1": one.answer}, None, {"p1": one}).pause is one
     several = Continuation(run, "r", {"p1": one.answer, "p2": two.answer}, None,
@@ -219,3 +219,27 @@ def test_the_example_refund_agent_refunds_the_proposal_on_a_plain_approve(tenant
     done = read(pauses.approve(pause.pk).continuation)
     assert done["refunded"] is True and done["amount"] == "12.50"
     assert list(Refund.objects.values_list("order_id", "amount")) == [("A-9", 12.5)]
+
+
+def test_an_answer_that_never_went_through_the_pause_fails_the_turn_when_read(tenants):
+    """A continuation whose answer was written into its input by hand (two decisions for one
+    action) is checked again against the prompt as the agent reads it: the turn fails,
+    nothing runs."""
+    run, [pause] = ask(REFUND_ONLY)
+    forged = runs.queue_continuation(run, resumed_from=pause, dispatch=False, answers={
+        str(pause.pk): {"decisions": [{"type": "approve"}, {"type": "approve"}]}})
+    assert execute_run(forged.pk) == RunStatus.FAILED
+    forged.refresh_from_db()
+    assert forged.error["code"] == "agent_error"
+    assert "Expected 1 decision(s)" in forged.error["message"] and forged.output is None
+
+
+def test_a_pause_of_another_run_named_in_the_answers_is_not_read(tenants):
+    run, [pause] = ask(REFUND_ONLY)
+    _, [stranger] = ask([("notify", NOTIFY)])
+    forged = runs.queue_continuation(run, resumed_from=pause, dispatch=False, answers={
+        str(pause.pk): {"decisions": [{"type": "reject"}]},
+        str(stranger.pk): {"decisions": [{"type": "approve"}]}, "not-a-pause": None})
+    read_ = read(forged)
+    assert [(a["name"], a["decision"]) for a in read_["actions"]] == [("refund", "reject")]
+    assert [p["pause_id"] for p in read_["pauses"]] == [str(pause.pk)]

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
+from .. import hitl
 from ..events import Event
 from ..models import Run
 
@@ -65,8 +67,7 @@ class AnsweredPause:
     prompt as stored (an approval's ``HITLRequest``, normalized); ``answer`` the
     answer as given (a ``HITLResponse``, the question's value, or
     ``{"timeout": True}`` when it expired). ``expired`` is true when nobody
-    answered in time (``ON_EXPIRE="resume"``). ``actions`` has an approval's
-    actions, in the order proposed; a question has none.
+    answered in time (``ON_EXPIRE="resume"``).
     """
 
     pause_id: str
@@ -74,28 +75,28 @@ class AnsweredPause:
     prompt: Any
     answer: Any
     expired: bool = False
-    actions: tuple[ReviewedAction, ...] = ()
 
-    @classmethod
-    def of(cls, pause_id: str, kind: str, prompt: Any, answer: Any, *,
-           expired: bool) -> AnsweredPause:
-        """Pair an approval's proposed actions with their decisions (a question has none)."""
-        if kind != "approval":
-            return cls(pause_id, kind, prompt, answer, expired)
-        requests = prompt["action_requests"]
-        decisions = ([{"type": EXPIRED}] * len(requests) if expired
-                     else answer["decisions"])  # checked one per action when it was given
+    @cached_property
+    def actions(self) -> tuple[ReviewedAction, ...]:
+        """An approval's actions in the order proposed, each with its decision; a question
+        has none. The answer is checked against the prompt again as it is read
+        (``InvalidAnswer`` if it does not fit): one that never went through the pause
+        (written into a run's input by hand) runs nothing."""
+        if self.kind != "approval":
+            return ()
+        requests = self.prompt["action_requests"]
+        decisions = ([{"type": EXPIRED}] * len(requests) if self.expired
+                     else hitl.validate_response(self.prompt, self.answer)["decisions"])
         actions = []
         for request, decision in zip(requests, decisions, strict=True):
             proposed = dict(request.get("args") or {})
-            kind_of = decision["type"]
-            approved = (dict(proposed) if kind_of == "approve" else
-                        dict(decision["edited_action"]["args"]) if kind_of == "edit" else None)
+            kind = decision["type"]
+            approved = (dict(proposed) if kind == "approve" else
+                        dict(decision["edited_action"]["args"]) if kind == "edit" else None)
             actions.append(ReviewedAction(
-                pause_id=pause_id, name=request["name"], proposed_args=proposed,
-                decision=kind_of, approved_args=approved,
-                message=str(decision.get("message") or "")))
-        return cls(pause_id, kind, prompt, answer, expired, tuple(actions))
+                pause_id=self.pause_id, name=request["name"], proposed_args=proposed,
+                decision=kind, approved_args=approved, message=decision.get("message", "")))
+        return tuple(actions)
 
 
 class TurnContext(Protocol):
