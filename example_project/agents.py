@@ -17,8 +17,6 @@ from collections.abc import AsyncGenerator
 from decimal import Decimal
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from symfonic_django import afenced, request_pause
 from symfonic_django.agents.base import Continuation, TurnContext
 from symfonic_django.events import (
@@ -110,13 +108,11 @@ class RefundAgent:
     async def continue_recovered_typed(
         self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
     ) -> AsyncGenerator[Event, None]:
-        answer = continuation.answer
-        decision = (answer or {}).get("decisions", [{}])[0] if isinstance(answer, dict) else {}
-        kind = decision.get("type")
-        if kind in ("approve", "edit"):
+        # The one proposed refund, with what was decided on it (docs/agents.md).
+        [action] = continuation.actions
+        if action.approved_args is not None:
             # What the reviewer approved: the edited args, or the proposal as shown.
-            args = decision["edited_action"]["args"] if kind == "edit" else await sync_to_async(
-                _proposed_args)(continuation.run.resumed_from_id)
+            args = action.approved_args
             call_id = f"refund-{continuation.run.pk}"
             yield ToolStarted(tool_call_id=call_id, name="refund", args=args)
             # Money moves only while this worker still holds the run: the refund row and
@@ -130,29 +126,21 @@ class RefundAgent:
                     await asyncio.sleep(self.pace)
                 yield MessageDelta(text=piece)
             yield TurnCompleted(output={"refunded": True, **result})
-        elif kind == "respond":
+        elif action.decision == "respond":
             # A message to the agent, not a refusal: it says what it heard and does nothing.
-            message = decision.get("message", "")
+            message = action.message
             yield MessageCompleted(text=f"The reviewer wrote: “{message}” "
                                         "I made no refund, and I will follow their note.")
             yield TurnCompleted(output={"refunded": False, "message": message})
         else:
-            timed_out = answer == {"timeout": True}
+            timed_out = action.decision == "expired"
             reason = "the approval timed out" if timed_out else "the reviewer rejected it"
-            message = decision.get("message", "")
+            message = action.message
             # The reviewer's words are quoted as given, never run into a sentence of ours.
             said = f" They wrote: “{message}”" if message else ""
             yield MessageCompleted(text=f"No refund was made: {reason}.{said}")
             yield TurnCompleted(output={"refunded": False, "reason": reason,
                                         **({"message": message} if message else {})})
-
-
-def _proposed_args(pause_id: Any) -> dict[str, Any]:
-    from symfonic_django.models import Pause
-
-    prompt: dict[str, Any] = Pause.objects.values_list("prompt", flat=True).get(pk=pause_id)
-    args: dict[str, Any] = prompt["action_requests"][0]["args"]
-    return args
 
 
 def refund_agent(tenant: Any) -> RefundAgent:

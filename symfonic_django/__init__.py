@@ -11,17 +11,19 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .agents.base import AnsweredPause, ReviewedAction
     from .binding import PauseBinding, current_run_binding
     from .continuation import HostContinuationFactory, HumanContinuationService, human_continuation
     from .exceptions import InteractionConfigurationError
     from .runs import LeaseLost, retry, start_run
-    from .tokens import PauseClaims
-    from .turns import afenced, fenced, request_pause
+    from .tokens import PauseClaims, mint_watch_ticket
+    from .turns import afenced, current_turn, fenced, request_pause
 
 __all__ = [
     "PauseBinding", "current_run_binding", "InteractionConfigurationError", "PauseClaims",
     "request_pause", "HumanContinuationService", "HostContinuationFactory",
     "human_continuation", "start_run", "retry", "fenced", "afenced", "LeaseLost",
+    "current_turn", "ReviewedAction", "AnsweredPause", "mint_watch_ticket",
 ]
 
 _EXPORTS = {
@@ -30,7 +32,8 @@ _EXPORTS = {
     "request_pause": "turns", "HumanContinuationService": "continuation",
     "HostContinuationFactory": "continuation", "human_continuation": "continuation",
     "start_run": "runs", "retry": "runs", "fenced": "turns", "afenced": "turns",
-    "LeaseLost": "runs",
+    "LeaseLost": "runs", "current_turn": "turns", "ReviewedAction": "agents.base",
+    "AnsweredPause": "agents.base", "mint_watch_ticket": "tokens",
 }
 
 

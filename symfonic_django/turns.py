@@ -26,17 +26,18 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
+from uuid import UUID
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import connection, transaction
 
 from . import events as ev
 from . import hitl, pauses, runs
-from .agents.base import Agent
+from .agents.base import Agent, AnsweredPause, ReviewedAction
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError, InvalidProposal
-from .models import Pause, PauseKind, Run, TurnEvent
+from .models import Pause, PauseKind, PauseStatus, Run, TurnEvent
 from .runs import LeaseLost
 from .scopes import load_scope, load_scope_for_turn
 
@@ -58,12 +59,19 @@ def worker_name() -> str:
 
 @dataclass
 class Continuation:
-    """What a resumed turn is handed: the answers of the pauses that stopped it."""
+    """What a resumed turn is handed: the pauses that stopped it, and their answers.
+
+    ``answers`` maps each pause id to its answer as given; ``pauses`` maps the
+    same ids, in the order they were asked, to the pause as asked and as it
+    ended (``AnsweredPause``); ``actions`` lists every proposed action of those
+    pauses with its decision and the arguments it may run with.
+    """
 
     run: Run
     paused_run_id: str
     answers: dict[str, Any]
     scope: Any
+    pauses: dict[str, AnsweredPause] = field(default_factory=dict)
 
     @property
     def answer(self) -> Any:
@@ -71,6 +79,18 @@ class Continuation:
         if len(self.answers) != 1:
             raise ValueError("this continuation carries several answers; read .answers")
         return next(iter(self.answers.values()))
+
+    @property
+    def pause(self) -> AnsweredPause:
+        """The single pause, for the common one-pause case."""
+        if len(self.pauses) != 1:
+            raise ValueError("this continuation carries several pauses; read .pauses")
+        return next(iter(self.pauses.values()))
+
+    @property
+    def actions(self) -> list[ReviewedAction]:
+        """Every action the approval pauses proposed, with what was decided on it."""
+        return [action for pause in self.pauses.values() for action in pause.actions]
 
 
 @dataclass
@@ -283,9 +303,32 @@ async def agent_for_run(run: Run, scope: Any) -> Agent:
     return agent
 
 
+def _is_uuid(value: str) -> bool:
+    try:
+        UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _answered_pauses(run: Run, answers: dict[str, Any]) -> dict[str, AnsweredPause]:
+    """The paused run's pauses that ``answers`` names, oldest first, as asked and as they
+    ended. A name that is no pause of the paused run has no entry."""
+    if run.parent_id is None:
+        return {}
+    rows = (Pause.objects.filter(run_id=run.parent_id,
+                                 pk__in=[key for key in answers if _is_uuid(str(key))])
+            .order_by("created_at").values_list("pk", "kind", "prompt", "status"))
+    return {str(pk): AnsweredPause(str(pk), kind, prompt, answers[str(pk)],
+                                   expired=status == PauseStatus.EXPIRED)
+            for pk, kind, prompt, status in rows}
+
+
 def _continuation(run: Run, scope: Any) -> Continuation:
+    """The continuation of ``run``: its answers, and the pauses they answer, read once."""
     answers = run.input.get("answers", {}) if isinstance(run.input, dict) else {}
-    return Continuation(run=run, paused_run_id=str(run.parent_id), answers=answers, scope=scope)
+    return Continuation(run=run, paused_run_id=str(run.parent_id), answers=answers, scope=scope,
+                        pauses=_answered_pauses(run, answers))
 
 
 def _end(turn: TurnContext, event: ev.Event) -> str:
@@ -330,7 +373,7 @@ async def stream_turn(run: Run, *, worker: str, agent: Agent | None = None, scop
             if agent is None:
                 agent = await agent_for_run(run, scope)
             if run.resumed_from_id:
-                continuation = _continuation(run, scope)
+                continuation = await sync_to_async(_continuation)(run, scope)
                 source = (agent.continue_recovered_typed(continuation) if prepared_plan is None
                           and event_guard is None else agent.continue_recovered_typed(
                               continuation, prepared_plan=prepared_plan, event_guard=event_guard))

@@ -6,6 +6,6 @@ above ``turns`` (see ``.importlinter``); import them by their own names, this
 package does not.
 """
 
-from .base import Agent, Continuation, TurnContext
+from .base import Agent, AnsweredPause, Continuation, ReviewedAction, TurnContext
 
-__all__ = ["Agent", "Continuation", "TurnContext"]
+__all__ = ["Agent", "AnsweredPause", "Continuation", "ReviewedAction", "TurnContext"]

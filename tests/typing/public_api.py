@@ -7,9 +7,10 @@ missing, these names would be ``Any`` and ``assert_type`` would fail.
 
 from __future__ import annotations
 
-from typing import assert_type
+from typing import Any, assert_type
 
 import symfonic_django
+from symfonic_django.agents import Continuation
 from symfonic_django.models import Pause, Run
 from symfonic_django.turns import Fence
 
@@ -20,3 +21,16 @@ async def public_names_are_typed() -> None:
     assert_type(await symfonic_django.request_pause(kind="question", prompt="?"), Pause)
     with symfonic_django.fenced() as fence:
         assert_type(fence, Fence)
+
+
+def the_protocols_objects_are_typed(continuation: Continuation) -> None:
+    turn = symfonic_django.current_turn()
+    assert_type(turn.run_id, str)
+    assert_type(turn.root_run_id, str)
+    assert_type(symfonic_django.mint_watch_ticket(turn.run, user=None), str)
+    for action in continuation.actions:
+        assert_type(action, symfonic_django.ReviewedAction)
+        assert_type(action.approved_args, dict[str, Any] | None)
+        assert_type(action.proposed_args, dict[str, Any])
+    assert_type(continuation.pause, symfonic_django.AnsweredPause)
+    assert_type(continuation.pauses, dict[str, symfonic_django.AnsweredPause])
