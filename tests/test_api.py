@@ -294,7 +294,9 @@ def test_reviewer_without_answer_permission_is_refused_as_permission_denied(caro
 
 def test_caller_of_no_scope_may_not_start_a_run(admin):
     # The superuser sees every scope but belongs to none a run could start in.
-    assert_refused(post(admin, "runs/", {"agent": "echo", "input": {}}), 403, "permission_denied")
+    body = assert_refused(post(admin, "runs/", {"agent": "echo", "input": {}}), 403,
+                          "permission_denied")
+    assert "SYMFONIC['REQUEST_SCOPE']" in body["detail"]  # it names the setting to look at
     assert not Run.objects.exists()
 
 

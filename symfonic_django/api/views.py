@@ -504,7 +504,13 @@ class RunViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.RetrieveModelMix
         resolver = settings.REQUEST_SCOPE
         scope = resolver(request) if resolver else None
         if scope is None:
-            raise PermissionDenied("You belong to no scope a run could be started in.")
+            why = ("SYMFONIC['REQUEST_SCOPE'] found no scope for you" if resolver else
+                   "this deployment sets no SYMFONIC['REQUEST_SCOPE'] to find the scope of "
+                   "a request")
+            raise PermissionDenied(
+                f"You belong to no scope a run could be started in: {why}. Reviewing every "
+                "scope (a superuser) is not belonging to one: a run is started in the scope "
+                "REQUEST_SCOPE gives the request.")
         run = start_run(data["agent"], data["input"], scope=scope,
                         session_id=data.get("session_id", ""),
                         thread_id=data.get("thread_id", ""), started_by=request.user)
