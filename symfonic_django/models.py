@@ -21,6 +21,15 @@ from django.utils.translation import gettext_lazy as _
 from .conf import ALL_SCOPES
 
 
+def is_uuid(value: str) -> bool:
+    """Whether ``value`` reads as a UUID, the form of every run's and pause's id."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 class RunStatus(models.TextChoices):
     QUEUED = "queued", _("Queued")
     RUNNING = "running", _("Running")

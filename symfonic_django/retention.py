@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
-from uuid import UUID
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
@@ -39,6 +38,7 @@ from .models import (
     Run,
     RunStatus,
     TurnEvent,
+    is_uuid,
 )
 from .threads import checkpoint_thread_id, split_checkpoint_thread_id
 
@@ -169,7 +169,7 @@ def idle_graph_threads(thread_ids: Sequence[str], cutoff: datetime) -> list[str]
     """
     named = [split for key in thread_ids if (split := split_checkpoint_thread_id(key))]
     callers = sorted({thread_id for _digest, thread_id in named})
-    run_ids = [thread_id for thread_id in callers if _is_uuid(thread_id)]
+    run_ids = [thread_id for thread_id in callers if is_uuid(thread_id)]
     runs = Run.objects.filter(
         Q(thread_id__in=callers)
         | Q(thread_id="", root_id__in=run_ids)
@@ -184,14 +184,6 @@ def idle_graph_threads(thread_ids: Sequence[str], cutoff: datetime) -> list[str]
         key = checkpoint_thread_id(scope_key, thread_id or str(root_id or pk))
         idle[key] &= finished or (status == RunStatus.PAUSED and continued)
     return [thread for thread in thread_ids if idle.get(thread, False)]
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def delete_in_batches(rows: models.QuerySet[_Model], batch: int) -> int:

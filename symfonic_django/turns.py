@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
-from uuid import UUID
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import connection, transaction
@@ -37,7 +36,7 @@ from .agents.base import Agent, AnsweredPause, ReviewedAction
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError, InvalidProposal
-from .models import Pause, PauseKind, PauseStatus, Run, TurnEvent
+from .models import Pause, PauseKind, PauseStatus, Run, TurnEvent, is_uuid
 from .runs import LeaseLost
 from .scopes import load_scope, load_scope_for_turn
 
@@ -303,21 +302,13 @@ async def agent_for_run(run: Run, scope: Any) -> Agent:
     return agent
 
 
-def _is_uuid(value: str) -> bool:
-    try:
-        UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
 def _answered_pauses(run: Run, answers: dict[str, Any]) -> dict[str, AnsweredPause]:
     """The paused run's pauses that ``answers`` names, oldest first, as asked and as they
     ended. A name that is no pause of the paused run has no entry."""
     if run.parent_id is None:
         return {}
     rows = (Pause.objects.filter(run_id=run.parent_id,
-                                 pk__in=[key for key in answers if _is_uuid(str(key))])
+                                 pk__in=[key for key in answers if is_uuid(str(key))])
             .order_by("created_at").values_list("pk", "kind", "prompt", "status"))
     return {str(pk): AnsweredPause(str(pk), kind, prompt, answers[str(pk)],
                                    expired=status == PauseStatus.EXPIRED)
