@@ -186,19 +186,12 @@ def test_an_event_larger_than_a_page_is_still_sent_one_per_connection(tenants, m
     assert [e["seq"] for e in seen] == [1, 2, 3, 4]
 
 
-def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
-        tenants, monkeypatch):
-    """Events rung one by one count as well: the server cannot tell a socket that reads
-    them from one that does not, so a connection carries a page, live or replayed."""
+def watch_while_it_runs(run: Any) -> tuple[list[dict], int | None]:
+    """Connect as the superuser, run the queued ``run`` in-process until it pauses, and
+    read everything the socket is sent until it closes: the events and the close code."""
     from channels.db import database_sync_to_async
 
-    from symfonic_django import consumers
-    from symfonic_django.runs import start_run
-
-    monkeypatch.setattr(consumers, "PAGE_EVENTS", 2)
-    run = start_run("echo", {}, scope="acme", dispatch=False)
-
-    async def go():
+    async def go() -> tuple[list[dict], int | None]:
         comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/")
         comm.scope["user"] = await database_sync_to_async(superuser)()
         assert (await comm.connect())[0]
@@ -213,7 +206,21 @@ def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
         await comm.disconnect()
         return events, code
 
-    live, code = async_to_sync(go)()
+    return async_to_sync(go)()
+
+
+def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
+        tenants, monkeypatch):
+    """Events rung one by one count as well: the server cannot tell a socket that reads
+    them from one that does not, so a connection carries a page, live or replayed."""
+
+    from symfonic_django import consumers
+    from symfonic_django.runs import start_run
+
+    monkeypatch.setattr(consumers, "PAGE_EVENTS", 2)
+    run = start_run("echo", {}, scope="acme", dispatch=False)
+
+    live, code = watch_while_it_runs(run)
     assert code == 4408 and [e["seq"] for e in live] == [1, 2]
     rest, codes, _ = follow(run.pk, superuser(), after=live[-1]["seq"])
     assert codes[-1] == 1000
@@ -223,28 +230,13 @@ def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
 
 def test_a_reader_at_the_head_of_a_live_run_is_sent_its_events_as_they_come(tenants):
     """The page bounds a catch-up, not a stream: events rung one by one are sent one by one."""
-    from channels.db import database_sync_to_async
 
     from symfonic_django.runs import start_run
 
     run = start_run("echo", {}, scope="acme", dispatch=False)
 
-    async def go():
-        comm = WebsocketCommunicator(app, f"/ws/symfonic/runs/{run.pk}/")
-        comm.scope["user"] = await database_sync_to_async(superuser)()
-        assert (await comm.connect())[0]
-        assert await database_sync_to_async(execute_run)(run.pk) == "paused"
-        types, code = [], None
-        while code is None:
-            out = await comm.receive_output(timeout=5)
-            if out["type"] == "websocket.close":
-                code = out.get("code")
-            else:
-                types.append(json.loads(out["text"])["type"])
-        await comm.disconnect()
-        return types, code
-
-    types, code = async_to_sync(go)()
+    events, code = watch_while_it_runs(run)
+    types = [e["type"] for e in events]
     assert code == 1000 and types[0] == "turn.started" and types[-1] == "turn.paused"
 
 
