@@ -312,6 +312,13 @@ def _reviewer_now(actor: Any, key: str) -> bool:
     return bool(user is not None and user.is_active and may_answer(user, key))
 
 
+def _reviewers_now(user_ids: set[Any], key: str) -> set[Any]:
+    """Those of ``user_ids`` who are, as the database has it now, active users who may
+    answer the pauses of scope ``key``."""
+    users = get_user_model().objects.filter(pk__in=user_ids - {None}, is_active=True)
+    return {user.pk for user in users if may_answer(user, key)}
+
+
 def _refuse_unless_reviewer(pause: Pause, actor: Any, *, counts: bool) -> None:
     """Refuse an answer from anyone but a reviewer of the pause's scope, as of now.
 
@@ -466,8 +473,13 @@ def _count_approval(pause: Pause, run: Run, answer: Any, *, action: str, actor: 
     if actor.pk == run.started_by_id:
         raise ApprovalNotCounted("You started this run: your approval does not count toward "
                                  "its own quorum. Another reviewer must approve it.")
-    approved = list(Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE)
-                    .order_by("pk").values_list("actor_id", "actor_label", "answer"))
+    given = list(Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE)
+                 .order_by("pk").values_list("actor_id", "actor_label", "answer"))
+    # An earlier approval counts while its approver still may answer: one revoked or
+    # deactivated since (a reviewer who left, a compromised account) no longer moves the
+    # action. Their decision stays in the audit; the pause waits for another reviewer.
+    standing = _reviewers_now({actor_id for actor_id, _, _ in given}, pause.scope_key)
+    approved = [approval for approval in given if approval[0] in standing]
     before = [label for _, label, _ in approved]
     if any(actor_id == actor.pk for actor_id, _, _ in approved):
         raise AlreadyApproved(
@@ -501,7 +513,10 @@ def answer_pause(pause_id: Any, answer: Any, *, actor: Any = None, via: str = An
         # An answer that lets any action run is an approval (of that list), whatever the
         # other decisions are; only one that lets none run is a rejection or a response.
         decisions = answer.get("decisions")
-        types = {d.get("type") for d in decisions if isinstance(d, dict)} if isinstance(
+        # Only the words a decision may be: any other ``type`` (a list, an object) is the
+        # malformed answer ``validate_answer`` refuses, never a reason to fail here.
+        types = {d.get("type") for d in decisions
+                 if isinstance(d, dict) and isinstance(d.get("type"), str)} if isinstance(
             decisions, list) else set()
         action = next((a for a in ("edit", "approve", "reject", "respond") if a in types),
                       "approve")

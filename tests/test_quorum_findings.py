@@ -314,3 +314,41 @@ def test_the_claim_of_a_reviewer_who_lost_the_answer_permission_blocks_no_one(pe
     taken = pauses.claim(pause.pk, actor=people["carol"], via="admin")
     assert taken.claimed_by == people["carol"]
     assert Pause.objects.get(pk=pause.pk).claimed_by_id == people["carol"].pk
+
+
+# --- the second attack: what it found after the fixes above ---------------------------------
+
+@pytest.mark.parametrize("revoke", ["permission", "deactivated", "scope"])
+def test_an_approval_whose_approver_was_revoked_since_no_longer_counts(people, revoke):
+    """dave approves, then loses the right to answer; alice's approval is then the only one
+    that stands: the pause waits for a second reviewer, and nothing is refunded."""
+    dave = person("dave")
+    pause = graph_pause()
+    assert answer(api(dave), pause, APPROVE_BOTH).status_code == 202
+    if revoke == "permission":
+        dave.user_permissions.remove(Permission.objects.get(codename="answer_pause"))
+    elif revoke == "deactivated":
+        get_user_model().objects.filter(pk=dave.pk).update(is_active=False)
+    else:
+        Membership.objects.filter(user=dave).delete()
+    second = answer(api(people["alice"]), pause, APPROVE_BOTH)
+    assert second.status_code == 202, second.json()
+    assert (second.json()["run_id"], second.json()["approvals"]) == (
+        None, {"have": 1, "need": 2, "by": ["alice"]})
+    assert Pause.objects.get(pk=pause.pk).status == PauseStatus.PENDING
+    assert refunds() == []
+    third = answer(api(people["carol"]), pause, APPROVE_BOTH)  # a reviewer who still may
+    assert third.status_code == 202 and third.json()["run_id"] is not None
+    assert refunds() == [("BIG-1", Decimal("9999.99")), ("SMALL-2", Decimal("0.01"))]
+
+
+@pytest.mark.parametrize("kind", ["list", "object"])
+def test_a_decision_type_that_is_not_a_word_is_an_invalid_answer_on_every_answer_surface(
+        people, kind):
+    pause = graph_pause()
+    bad = {"decisions": [{"type": ["approve"] if kind == "list" else {"a": 1}}] * 2}
+    before = rows(pause)
+    refused(answer(api(people["alice"]), pause, bad), 400, "invalid_answer")
+    refused(resume(api(), pause, bad), 400, "invalid_answer")
+    refused(resume(api(people["alice"]), pause, bad), 400, "invalid_answer")
+    assert rows(pause) == before and refunds() == []
