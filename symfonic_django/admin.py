@@ -731,6 +731,17 @@ CLAIMED_BY_ME = InboxTab("claimed", gettext_noop("Claimed by me"), _claimed_by_m
 INBOX_PER_PAGE = 50
 
 
+def claim_text(pause: Pause, viewer: Any = None, now: Any = None) -> str:
+    """Who is reviewing a pending pause, as its card and its list row say it ("" if
+    nobody's claim holds); ``viewer``'s own claim reads as theirs."""
+    holder = pause.claimant_at(now or timezone.now()) if pause.is_pending else None
+    if holder is None:
+        return ""
+    if viewer is not None and holder.pk == viewer.pk:
+        return _("You are reviewing it")
+    return _("Being reviewed by %(who)s") % {"who": holder.get_username()}
+
+
 def _moment(when: Any) -> dict[str, str]:
     """A time as the inbox shows it: ISO for machines, local with its zone for people."""
     return {"iso": when.isoformat(), "text": format_datetime(when)}
@@ -747,8 +758,9 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     ordering = ("-created_at",)
     actions = ["approve_selected", "reject_selected"]
 
-    # The columns read the pause, its run and its answerer: one query for 5 rows or 500.
-    list_select_related = ("run", "answered_by")
+    # The columns read the pause, its run, its answerer and its claimant: one query for 5
+    # rows or 500.
+    list_select_related = ("run", "answered_by", "claimed_by")
 
     class Media:
         js = ("symfonic_django/review.js",)
@@ -761,9 +773,11 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     def summary(self, obj: Pause) -> str:
         """The headline (the agent's description), and the call below it when it differs."""
         text, call = headline(obj), summarize(obj)
-        if call == text:
-            return text
-        return format_html('{}<br><span class="quiet symfonic-call">{}</span>', text, call)
+        shown = text if call == text else format_html(
+            '{}<br><span class="quiet symfonic-call">{}</span>', text, call)
+        claim = claim_text(obj)
+        return format_html('{}<br><span class="symfonic-claim-note">{}</span>', shown,
+                           claim) if claim else shown
 
     @admin.display(description=gettext_lazy("agent"), ordering="run__agent")
     def agent(self, obj: Pause) -> str:
@@ -854,7 +868,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         approved = (Decision.objects.filter(pause=OuterRef("pk"), action=Decision.Action.APPROVE)
                     .order_by().values("pause").annotate(n=Count("pk")).values("n"))
         listed = (shown.select(visible, request).order_by(*order)
-                  .select_related("run", "answered_by")
+                  .select_related("run", "answered_by", "claimed_by")
                   .annotate(approvals_have=Coalesce(Subquery(approved), 0)))
         paginator = EstimatingPaginator(listed, INBOX_PER_PAGE)
         page = paginator.get_page(request.GET.get("p"))
@@ -871,14 +885,14 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                       "current": tab is shown} for tab in tabs],
             "shown": shown,
             "page": page,
-            "rows": [self._inbox_row(pause) for pause in page.object_list],
+            "rows": [self._inbox_row(pause, request) for pause in page.object_list],
             "can_answer": self.has_answer_permission(request),
             "media": self.media,
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, self.inbox_template, context)
 
-    def _inbox_row(self, pause: Pause) -> dict[str, Any]:
+    def _inbox_row(self, pause: Pause, request: HttpRequest | None = None) -> dict[str, Any]:
         now = timezone.now()
         if pause.is_pending:
             left = (pause.expires_at - now).total_seconds()
@@ -906,6 +920,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "approvals": (_("%(have)d of %(need)d approvals")
                           % {"have": have, "need": pause.approvals_needed}
                           if pause.approvals_needed > 1 and pause.is_pending else ""),
+            "claim": claim_text(pause, request.user if request is not None else None, now),
         }
 
     # --- review claims ---------------------------------------------------------------
