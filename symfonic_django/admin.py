@@ -27,7 +27,7 @@ from django.contrib.admin import helpers
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import connections, router
-from django.db.models import Count, Field, Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, Field, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -731,6 +731,18 @@ CLAIMED_BY_ME = InboxTab("claimed", gettext_noop("Claimed by me"), _claimed_by_m
 INBOX_PER_PAGE = 50
 
 
+def approvals_text(have: int, need: int, mine: bool) -> str:
+    """Where a several-approver pause stands for this reviewer: "1 of 2 approvals", or,
+    once they approved, "You approved; waiting for 1 more approval"."""
+    if mine:
+        more = max(need - have, 0)
+        return ngettext("You approved; waiting for %(more)d more approval",
+                        "You approved; waiting for %(more)d more approvals", more
+                        ) % {"more": more}
+    return ngettext("%(have)d of %(need)d approvals", "%(have)d of %(need)d approvals",
+                    have) % {"have": have, "need": need}
+
+
 def claim_text(pause: Pause, viewer: Any = None, now: Any = None) -> str:
     """Who is reviewing a pending pause, as its card and its list row say it ("" if
     nobody's claim holds); ``viewer``'s own claim reads as theirs."""
@@ -869,7 +881,10 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                     .order_by().values("pause").annotate(n=Count("pk")).values("n"))
         listed = (shown.select(visible, request).order_by(*order)
                   .select_related("run", "answered_by", "claimed_by")
-                  .annotate(approvals_have=Coalesce(Subquery(approved), 0)))
+                  .annotate(approvals_have=Coalesce(Subquery(approved), 0),
+                            approved_by_me=Exists(Decision.objects.filter(
+                                pause=OuterRef("pk"), action=Decision.Action.APPROVE,
+                                actor=request.user.pk))))
         paginator = EstimatingPaginator(listed, INBOX_PER_PAGE)
         page = paginator.get_page(request.GET.get("p"))
         counts = {tab.slug: (BoundedCount(paginator.count, paginator.count_is_estimate)
@@ -917,8 +932,8 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "when": when,
             "moment": moment,
             "asked": span((now - pause.created_at).total_seconds()),
-            "approvals": (_("%(have)d of %(need)d approvals")
-                          % {"have": have, "need": pause.approvals_needed}
+            "approvals": (approvals_text(have, pause.approvals_needed,
+                                         bool(getattr(pause, "approved_by_me", False)))
                           if pause.approvals_needed > 1 and pause.is_pending else ""),
             "claim": claim_text(pause, request.user if request is not None else None, now),
         }
@@ -1048,7 +1063,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "is_approval": is_approval,
             # "1 of 2 approvals", for a pause that needs several approvers.
             "approvals": ({"have": len(approved_by), "need": pause.approvals_needed,
-                           "by": approved_by} if pause.approvals_needed > 1 else None),
+                           "by": approved_by,
+                           "mine": (approvals_text(len(approved_by), pause.approvals_needed,
+                                                   True)
+                                    if pause.is_pending and any(
+                                        d.actor_id == request.user.pk for d in history
+                                        if d.action == Decision.Action.APPROVE) else "")}
+                          if pause.approvals_needed > 1 else None),
             "actions": actions,
             "question": None if is_approval else hitl.question_text(pause.prompt),
             "question_description": (pause.prompt.get("description", "")
