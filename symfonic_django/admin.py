@@ -1138,20 +1138,32 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             self._decide_each(request, selected, decision, form.cleaned_data["reason"])
             return None
         now = timezone.now()
+        items = [self._bulk_item(pause, decision, now, request) for pause in selected]
+        # The title and the button count the pauses it can decide; a note says why not.
+        acting = sum(1 for item in items if not item["note"] or item["counts"])
+        total = len(selected)
+        if acting == total:
+            title = (ngettext("Approve %(count)d pause?", "Approve %(count)d pauses?", total)
+                     if decision == "approve" else
+                     ngettext("Reject %(count)d pause?", "Reject %(count)d pauses?", total))
+        else:
+            title = (ngettext("Approve %(count)d of the %(total)d selected pauses?",
+                              "Approve %(count)d of the %(total)d selected pauses?", acting)
+                     if decision == "approve" else
+                     ngettext("Reject %(count)d of the %(total)d selected pauses?",
+                              "Reject %(count)d of the %(total)d selected pauses?", acting))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "app_label": self.opts.app_label,
-            "title": (ngettext("Approve %(count)d pause?", "Approve %(count)d pauses?",
-                               len(selected)) if decision == "approve" else
-                      ngettext("Reject %(count)d pause?", "Reject %(count)d pauses?",
-                               len(selected))) % {"count": len(selected)},
+            "title": title % {"count": acting, "total": total},
+            "acting": acting,
             "subtitle": None,
             "decision": decision,
             "verb": _("approved") if decision == "approve" else _("rejected"),
             "action_name": f"{decision}_selected",
             "form": form,
-            "items": [self._bulk_item(pause, decision, now) for pause in selected],
+            "items": items,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "changelist_url": request.get_full_path(),
             "media": self.media,
@@ -1159,11 +1171,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         request.current_app = self.admin_site.name
         return TemplateResponse(request, self.bulk_confirmation_template, context)
 
-    def _bulk_item(self, pause: Pause, decision: str, now: Any) -> dict[str, Any]:
-        """One pause on the confirmation page: its actions, and what will happen to it."""
+    def _bulk_item(self, pause: Pause, decision: str, now: Any,
+                   request: HttpRequest | None = None) -> dict[str, Any]:
+        """One pause on the confirmation page: its actions, and what will happen to it
+        (``counts``: a note that still counts it among the decided)."""
         is_approval = pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict)
         requests = (pause.prompt.get("action_requests") or []) if is_approval else []
-        note = ""
+        note, counts = "", False
         if not pause.is_pending:
             note = _("It is %(status)s: it will be left as it is.") % {
                 "status": pause.get_status_display().lower()}
@@ -1172,9 +1186,15 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         elif not is_approval:
             note = _("It is a question: answer it on its own page. It will be left as it is.")
         elif decision == "approve" and pause.approvals_needed > 1:
-            note = _("It needs %(need)d approvers: yours counts as one of them.") % {
-                "need": pause.approvals_needed}
+            mine = request is not None and Decision.objects.filter(
+                pause=pause, action=Decision.Action.APPROVE, actor=request.user.pk).exists()
+            note = (_("You already approved it: it waits for another approver. It will be "
+                      "left as it is.") if mine else
+                    _("It needs %(need)d approvers: yours counts as one of them.") % {
+                        "need": pause.approvals_needed})
+            counts = not mine
         return {
+            "counts": counts,
             "pause": pause,
             "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
             "headline": headline(pause),
@@ -1265,10 +1285,13 @@ def _answered_message(resolution: pauses.Resolution) -> str:
     pause = resolution.pause
     if resolution.approvals is not None:
         approvals = resolution.approvals
-        return _("Your approval was counted: %(have)d of %(need)d approvals (%(by)s); the "
-                 "run continues once %(more)d more reviewer(s) approve.") % {
+        more = approvals.need - approvals.have
+        return ngettext("Your approval was counted: %(have)d of %(need)d approvals (%(by)s); "
+                        "the run continues once %(more)d more reviewer approves.",
+                        "Your approval was counted: %(have)d of %(need)d approvals (%(by)s); "
+                        "the run continues once %(more)d more reviewers approve.", more) % {
             "have": approvals.have, "need": approvals.need, "by": ", ".join(approvals.by),
-            "more": approvals.need - approvals.have}
+            "more": more}
     if resolution.continuation is not None:
         return _("Your answer was recorded; the agent continues in run %(id)s.") % {
             "id": str(resolution.continuation.pk)[:8]}
