@@ -54,6 +54,7 @@ from .models import (
     PauseKind,
     PauseStatus,
     Run,
+    RunStatus,
     TurnEvent,
 )
 from .scopes import ALL_SCOPES, may_answer, reviewer_scope_keys
@@ -601,8 +602,14 @@ class RunAdmin(ScopedReadOnlyAdmin):
         # A subquery per listed run, not a GROUP BY over every run before the page is cut.
         pending = (Pause.objects.filter(run=OuterRef("pk"), status=PauseStatus.PENDING)
                    .order_by().values("run").annotate(n=Count("pk")).values("n"))
+        # What came of a paused run: its last closed pause that has a continuation.
+        resumed = (Pause.objects.filter(run=OuterRef("pk"), continuation__isnull=False)
+                   .order_by("-answered_at", "-pk"))
         listed: QuerySet[Any] = super().get_queryset(request).annotate(
-            pending_count=Coalesce(Subquery(pending), 0))
+            pending_count=Coalesce(Subquery(pending), 0),
+            resumed_status=Subquery(resumed.values("status")[:1]),
+            resumed_by=Subquery(resumed.values("continuation_id")[:1]),
+            resumed_by_status=Subquery(resumed.values("continuation__status")[:1]))
         return listed
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -625,7 +632,19 @@ class RunAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: Run) -> str:
-        return _status_badge(obj.status, obj.get_status_display())
+        """Its status; a paused run whose pause was closed says what came of it:
+        "answered → continued in run 9aa9c880, completed"."""
+        badge = _status_badge(obj.status, obj.get_status_display())
+        continuation = getattr(obj, "resumed_by", None)
+        if obj.status != RunStatus.PAUSED or continuation is None:
+            return badge
+        words = _("%(pause)s → continued in run %(run)s, %(status)s") % {
+            "pause": PauseStatus(obj.resumed_status).label.lower(),  # type: ignore[attr-defined]
+            "run": str(continuation)[:8],
+            "status": RunStatus(obj.resumed_by_status).label.lower()}  # type: ignore[attr-defined]
+        url = reverse("admin:symfonic_django_run_change", args=[continuation])
+        return format_html('{}<br><a class="quiet symfonic-resumed" href="{}">{}</a>', badge, url,
+                           words)
 
     @admin.display(description=gettext_lazy("pending pauses"), ordering="pending_count")
     def pending_pauses(self, obj: Run) -> int:
