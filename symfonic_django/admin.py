@@ -773,6 +773,16 @@ def claim_text(pause: Pause, viewer: Any = None, now: Any = None) -> str:
     return _("Being reviewed by %(who)s") % {"who": holder.get_username()}
 
 
+#: "alice, in the admin": where an answer came from, after who gave it.
+ANSWERED_WHERE = {
+    AnsweredVia.ADMIN: gettext_noop("%(who)s, in the admin"),
+    AnsweredVia.API: gettext_noop("%(who)s, through the API"),
+    AnsweredVia.TOKEN: gettext_noop("%(who)s, with a link's token"),
+    AnsweredVia.PYTHON: gettext_noop("%(who)s, from code"),
+    AnsweredVia.SYSTEM: gettext_noop("%(who)s, by the system"),
+}
+
+
 def _moment(when: Any) -> dict[str, str]:
     """A time as the inbox shows it: ISO for machines, local with its zone for people."""
     return {"iso": when.isoformat(), "text": format_datetime(when)}
@@ -831,10 +841,12 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("answered by"), ordering="answered_at")
     def answered(self, obj: Pause) -> str:
-        via = obj.get_answered_via_display().lower()
+        """Who answered and where: "alice, in the admin" (a channel, not a role)."""
+        where = ANSWERED_WHERE.get(obj.answered_via)
         if obj.answered_by is not None:
-            return f"{obj.answered_by.get_username()} ({via})"
-        return via or "—"
+            who = obj.answered_by.get_username()
+            return _(where) % {"who": who} if where else who
+        return obj.get_answered_via_display().lower() or "—"
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
                ) -> tuple[QuerySet[Any], bool]:
