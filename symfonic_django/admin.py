@@ -774,7 +774,7 @@ def claim_text(pause: Pause, viewer: Any = None, now: Any = None) -> str:
 
 
 #: "alice, in the admin": where an answer came from, after who gave it.
-ANSWERED_WHERE = {
+ANSWERED_WHERE: dict[str, str] = {
     AnsweredVia.ADMIN: gettext_noop("%(who)s, in the admin"),
     AnsweredVia.API: gettext_noop("%(who)s, through the API"),
     AnsweredVia.TOKEN: gettext_noop("%(who)s, with a link's token"),
