@@ -134,6 +134,17 @@ def headline(pause: Pause) -> str:
     return text if len(text) <= HEADLINE_CHARS else Truncator(text).chars(HEADLINE_CHARS)
 
 
+def edited_text(pause: Pause) -> str:
+    """What an edit changed, for a row that shows the proposal ("Edited: amount: 99.99 →
+    50"): the arguments that ran, not only the ones the agent proposed ("" if none)."""
+    if pause.kind != PauseKind.APPROVAL or pause.is_pending:
+        return ""
+    changes = [f"{where}: {was} → {now}" for _name, rows in hitl.edit_changes(pause.prompt,
+                                                                             pause.answer)
+               for where, was, now in rows]
+    return _("Edited: %(changes)s") % {"changes": "; ".join(changes)} if changes else ""
+
+
 def args_rows(args: Any) -> list[tuple[str, str, bool]]:
     """(name, value, is_json) rows of an arguments table; strings are shown bare."""
     if not isinstance(args, dict):
@@ -817,8 +828,11 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         shown = text if call == text else format_html(
             '{}<br><span class="quiet symfonic-call">{}</span>', text, call)
         claim = claim_text(obj)
-        return format_html('{}<br><span class="symfonic-claim-note">{}</span>', shown,
-                           claim) if claim else shown
+        if claim:
+            shown = format_html('{}<br><span class="symfonic-claim-note">{}</span>', shown, claim)
+        edited = edited_text(obj)
+        return format_html('{}<br><span class="symfonic-edited">{}</span>', shown,
+                           edited) if edited else shown
 
     @admin.display(description=gettext_lazy("agent"), ordering="run__agent")
     def agent(self, obj: Pause) -> str:
@@ -960,6 +974,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "pause": pause,
             "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
             "headline": headline(pause),
+            "edited": edited_text(pause),
             "when": when,
             "moment": moment,
             "asked": span((now - pause.created_at).total_seconds()),
