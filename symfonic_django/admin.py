@@ -198,7 +198,7 @@ def event_summary(event: TurnEvent) -> str:
 def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
     """A run's events as a person reads them: each message as its text (its deltas
     joined), each tool call as one card with its arguments and result, and a note
-    where the agent asked for a decision or the turn failed."""
+    where the agent asked for a decision or a question, or the turn failed."""
     items: list[dict[str, Any]] = []
     written: list[str] = []  # the deltas of the message being written
     cards: dict[str, dict[str, Any]] = {}
@@ -230,7 +230,9 @@ def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
                 card["result"] = Truncator(pretty_json(data.get("result"))).chars(2000)
         elif event.type == "pause.requested":
             end_message()
-            items.append({"kind": "note", "text": _("The agent asked for a decision.")})
+            items.append({"kind": "note", "text": (
+                _("The agent asked a question.") if data.get("kind") == PauseKind.QUESTION
+                else _("The agent asked for a decision."))})
         elif event.type == "turn.failed":
             end_message()
             reason = data.get("message") or data.get("code") or _("no reason given")
