@@ -198,11 +198,14 @@ def test_an_amount_off_its_step_is_one_readable_error_on_its_field(users):
                                                "amount": {"type": "number",
                                                           "multipleOf": 0.01}}}}]})
     response = login("alice").post(f"{PAUSES}{pause.pk}/change/", {
-        "decision_0": "edit", "args_0__order_id": "V-1", "args_0__amount": "50.123"})
+        "decision_0": "edit", "args_0.order_id": "V-1", "args_0.amount": "50.123"})
     assert response.status_code == 200
     page = response.content.decode()
     assert "$.amount" not in text(response)
     assert "is not a multiple of" not in text(response)
-    assert "amount: 50.123 must be a multiple of 0.01" in text(response)
-    # Only the amount is marked.
+    assert "Amount: Enter a multiple of 0.01." in text(response)  # the page's message
+    # Only the amount is marked, with its reason next to it.
     assert page.count('class="symfonic-arg-input errors"') == 1
+    assert 'class="form-row symfonic-args-editor errors"' not in page
+    marked = page.split('class="symfonic-arg-input errors"')[1].split("</div>")[0]
+    assert "Enter a multiple of 0.01." in marked and 'name="args_0.amount"' in marked
