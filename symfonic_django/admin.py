@@ -44,7 +44,7 @@ from .conf import settings
 from .datetimes import format_datetime
 from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
-from .forms import BulkDecisionForm, answer_form_for, decision_label, pretty_json
+from .forms import BulkDecisionForm, answer_form_for, choice_labels, decision_label, pretty_json
 from .hitl import review_config
 from .models import (
     AnsweredVia,
@@ -150,6 +150,20 @@ def args_rows(args: Any) -> list[tuple[str, str, bool]]:
     if not isinstance(args, dict):
         return [("", _scalar(args), True)]
     return [(str(k), _scalar(v), not isinstance(v, str)) for k, v in args.items()]
+
+
+def answer_rows(pause: Pause) -> list[tuple[str, str, bool]]:
+    """A question's answer as rows, a choice shown by its label from the answer schema
+    ("DHL" for "dhl")."""
+    schema = pause.answer_schema if isinstance(pause.answer_schema, dict) else {}
+    properties = schema.get("properties")
+    answer = pause.answer if isinstance(pause.answer, dict) else {}
+    rows = []
+    for name, value, is_json in args_rows(answer):
+        sub = properties.get(name) if isinstance(properties, dict) else None
+        label = next((text for v, text in choice_labels(sub) or [] if v == answer[name]), None)
+        rows.append((name, label, False) if label is not None else (name, value, is_json))
+    return rows
 
 
 def span(seconds: float) -> str:
@@ -1129,7 +1143,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "can_answer": can_answer,
             "decided": decision_rows(pause) if is_approval else [],
             "answer_json": None if pause.answer is None else pretty_json(pause.answer),
-            "answer_rows": (args_rows(pause.answer)
+            "answer_rows": (answer_rows(pause)
                             if not is_approval and isinstance(pause.answer, dict) else None),
             "history": [(d, "" if d.answer is None else _scalar(d.answer),
                          hitl.edit_changes(pause.prompt, d.answer)

@@ -452,6 +452,21 @@ def _main_type(schema: dict[str, Any]) -> str | None:
     return kind
 
 
+def choice_labels(schema: Any) -> list[tuple[Any, str]] | None:
+    """``(value, label)`` per value a choice schema allows, or ``None`` if it is not one:
+    an ``enum`` (each value its own label), or a ``oneOf`` / ``anyOf`` of ``const`` values,
+    each labelled by its ``title`` (JSON Schema's way to name a choice: "DHL" for "dhl")."""
+    if not isinstance(schema, dict):
+        return None
+    if isinstance(schema.get("enum"), list):
+        return [(v, str(v)) for v in schema["enum"]]
+    options = schema.get("oneOf", schema.get("anyOf"))
+    if not (isinstance(options, list) and options
+            and all(isinstance(o, dict) and "const" in o for o in options)):
+        return None
+    return [(o["const"], str(o.get("title") or o["const"])) for o in options]
+
+
 def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
     """A form field for one JSON Schema: enum → select, boolean → checkbox,
     integer / number → number inputs, string → text (textarea when long),
@@ -461,9 +476,10 @@ def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
                               "help_text": schema.get("description", "")}
     if "default" in schema:
         common["initial"] = schema["default"]
-    if "enum" in schema:
+    labels = choice_labels(schema)
+    if labels is not None:
         # An empty first choice even when required: the reviewer picks, nothing is preselected.
-        choices = [("", "---------"), *((json.dumps(v), str(v)) for v in schema["enum"])]
+        choices = [("", "---------"), *((json.dumps(v), label) for v, label in labels)]
         if "initial" in common:
             common["initial"] = json.dumps(common["initial"])
         return forms.TypedChoiceField(choices=choices, coerce=json.loads, empty_value=None,

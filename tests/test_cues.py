@@ -176,16 +176,27 @@ def test_a_question_in_the_transcript_says_the_agent_asked_a_question():
                                        "text": "The agent asked for a decision."}]
 
 
-def test_a_carrier_answer_shows_its_label_from_the_schema(users):
+CARRIER_SCHEMA = {"type": "object", "properties": {"carrier": {
+    "oneOf": [{"const": "dhl", "title": "DHL Express"}, {"const": "ups", "title": "UPS"}]}},
+    "required": ["carrier"]}
+
+
+def test_a_carrier_is_offered_and_shown_by_its_label_from_the_schema(users):
     pause = bare_pause("acme", kind=PauseKind.QUESTION, prompt={"question": "Which carrier?"},
-                       answer_schema={"type": "object", "properties": {"carrier": {
-                           "oneOf": [{"const": "dhl", "title": "DHL Express"},
-                                     {"const": "ups", "title": "UPS"}]}},
-                           "required": ["carrier"]})
-    pauses.answer_pause(pause.pk, {"carrier": "dhl"}, actor=user("alice"),
-                        via=AnsweredVia.ADMIN)
-    page = text(login("alice").get(f"{PAUSES}{pause.pk}/change/"))
-    assert "DHL Express" in page
+                       answer_schema=CARRIER_SCHEMA)
+    asking = login("alice").get(f"{PAUSES}{pause.pk}/change/").content.decode()
+    assert re.search(r'<option value="&quot;dhl&quot;"[^>]*>DHL Express</option>', asking)
+    response = login("alice").post(f"{PAUSES}{pause.pk}/change/", {"q-carrier": '"dhl"'})
+    assert response.status_code == 302
+    assert Pause.objects.get(pk=pause.pk).answer == {"carrier": "dhl"}
+    answered = login("alice").get(f"{PAUSES}{pause.pk}/change/").content.decode()
+    assert re.search(r"<td>carrier</td>\s*<td>DHL Express</td>", answered), answered
+
+
+def test_the_example_carriers_have_labels():
+    from example_project.agents import CARRIER_ANSWER_SCHEMA
+    choices = CARRIER_ANSWER_SCHEMA["properties"]["carrier"]["oneOf"]
+    assert {c["const"]: c["title"] for c in choices}["dhl"] == "DHL"
 
 
 def test_an_amount_off_its_step_is_one_readable_error_on_its_field(users):
