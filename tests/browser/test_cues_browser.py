@@ -44,13 +44,26 @@ def shoot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
+#: True when the element's box lies inside every box that clips it (an ``overflow`` other
+#: than visible: the changelist's scrolling ``.results``) and inside the window.
+UNCUT = """e => {
+  const box = e.getBoundingClientRect();
+  if (box.width === 0 || box.left < 0 || box.right > window.innerWidth + 0.5) return false;
+  for (let p = e.parentElement; p; p = p.parentElement) {
+    const style = getComputedStyle(p);
+    if (style.overflowX === "visible") continue;
+    const clip = p.getBoundingClientRect();
+    if (box.left < clip.left - 0.5 || box.right > clip.right + 0.5) return false;
+  }
+  return true;
+}"""
+
+
 def in_window(page: Any, locator: Any) -> bool:
-    """``locator``'s first element is visible and wholly inside the window's width."""
+    """``locator``'s first element is visible, inside the window's width and cut by
+    nothing that scrolls or hides its overflow."""
     element = locator.first
-    box = element.bounding_box()
-    width = page.evaluate("window.innerWidth")
-    return bool(element.is_visible() and box and box["x"] >= 0
-                and box["x"] + box["width"] <= width + 0.5)
+    return bool(element.is_visible() and element.evaluate(UNCUT))
 
 
 def test_a_rejected_tool_call_has_a_red_not_done_badge_in_the_viewer(
