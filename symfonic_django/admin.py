@@ -966,6 +966,9 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "page": page,
             "rows": [self._inbox_row(pause, request) for pause in page.object_list],
             "can_answer": self.has_answer_permission(request),
+            # The pause list's bulk actions, offered on the lists of pending pauses.
+            "bulk": (self.has_answer_permission(request) and shown.oldest_first
+                     and bool(page.object_list)),
             "media": self.media,
         }
         request.current_app = self.admin_site.name

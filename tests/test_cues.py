@@ -220,3 +220,21 @@ def test_an_amount_off_its_step_is_one_readable_error_on_its_field(users):
     assert 'class="form-row symfonic-args-editor errors"' not in page
     marked = page.split('class="symfonic-arg-input errors"')[1].split("</div>")[0]
     assert "Enter a multiple of 0.01." in marked and 'name="args_0.amount"' in marked
+
+
+# --- bulk decisions from the inbox ---------------------------------------------------
+
+def test_the_inbox_offers_bulk_decisions_that_lead_to_the_confirmation(users):
+    first, second = (refund_pause("acme", amount=a, order=f"ACME-I{a}") for a in (40, 12))
+    alice = login("alice")
+    inbox = alice.get(INBOX).content.decode()
+    assert inbox.count('name="_selected_action"') == 2
+    assert 'value="approve_selected"' in inbox and 'value="reject_selected"' in inbox
+    response = alice.post(PAUSES, {"index": "0", "action": "approve_selected",
+                                   "_selected_action": [str(first.pk), str(second.pk)]})
+    assert response.status_code == 200
+    assert "Approve 2 pauses?" in text(response)  # the confirmation, nothing decided yet
+    assert Pause.objects.filter(status="pending").count() == 2
+    # Bob may not answer acme's pauses: he is offered nothing of theirs; a reviewer
+    # without the answer permission gets no boxes.
+    assert 'name="_selected_action"' not in login("bob").get(INBOX).content.decode()

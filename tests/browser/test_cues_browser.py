@@ -101,7 +101,7 @@ def test_a_rejected_tool_call_has_a_red_not_done_badge_in_the_viewer(
     shoot(page, "viewer-rejected.png")
 
 
-def test_a_claim_and_her_own_approval_show_on_the_inbox_card_at_390_and_1366_px(
+def test_a_claim_her_own_approval_and_bulk_decisions_show_in_the_inbox_at_390_and_1366_px(
         server: str, chromium: Any, settings: Any) -> None:
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
                          "example_project.shop.approvals.two_approvers_over_500"}
@@ -126,6 +126,12 @@ def test_a_claim_and_her_own_approval_show_on_the_inbox_card_at_390_and_1366_px(
         assert mine.count() == 1
         assert mine.inner_text() == "You approved; waiting for 1 more approval"
         assert in_window(page, claim) and in_window(page, mine), width
+        # The bulk decision is offered here too, in the window at both widths.
+        for selector in ("#symfonic-inbox-bulk button[value=approve_selected]",
+                         "#symfonic-inbox-bulk button[value=reject_selected]",
+                         ".symfonic-card .symfonic-select"):
+            assert in_window(page, page.locator(selector)), (width, selector)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         shoot(page, f"inbox-claim-and-quorum-{width}.png")
         page.goto(f"{server}/admin/symfonic_django/pause/")
         listed = page.locator("#result_list .symfonic-claim-note")
