@@ -242,6 +242,8 @@ def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
                 items.append(card)
             if event.type == "tool.completed":
                 card["result"] = Truncator(pretty_json(data.get("result"))).chars(2000)
+                # An error in place of a result: a rejected call, or a tool that raised.
+                card["failed"] = data.get("status") == "error"
         elif event.type == "pause.requested":
             end_message()
             items.append({"kind": "note", "text": (

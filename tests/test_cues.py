@@ -238,3 +238,13 @@ def test_the_inbox_offers_bulk_decisions_that_lead_to_the_confirmation(users):
     # Bob may not answer acme's pauses: he is offered nothing of theirs; a reviewer
     # without the answer permission gets no boxes.
     assert 'name="_selected_action"' not in login("bob").get(INBOX).content.decode()
+
+
+def test_the_review_pages_transcript_marks_a_rejected_tool_call_not_done():
+    said = [TurnEvent(seq=1, type="tool.started",
+                      data={"tool_call_id": "b", "name": "refund", "args": {"amount": 900}}),
+            TurnEvent(seq=2, type="tool.completed",
+                      data={"tool_call_id": "b", "name": "refund", "args": {"amount": 900},
+                            "result": "not this one", "status": "error"})]
+    (card,) = transcript(said)
+    assert card["failed"] is True
