@@ -172,6 +172,15 @@ slow_refund_agent.input_schema = REFUND_ARGS_SCHEMA  # type: ignore[attr-defined
 
 #: The carriers the shipping agent may book, and what it asks a person to choose.
 CARRIERS = ["dhl", "ups", "fedex"]
+#: The question's answer: one carrier, each offered and shown by its name ("DHL", not "dhl").
+CARRIER_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"carrier": {"title": "Carrier", "oneOf": [
+        {"const": "dhl", "title": "DHL"}, {"const": "ups", "title": "UPS"},
+        {"const": "fedex", "title": "FedEx"}]}},
+    "required": ["carrier"],
+    "additionalProperties": False,
+}
 CARRIER_INPUT_SCHEMA = {
     "type": "object",
     "properties": {"order_id": {"type": "string", "minLength": 1, "maxLength": 100}},
@@ -193,12 +202,7 @@ class ShippingAgent:
         await request_pause(kind="question", idempotency_key="carrier", prompt={
             "question": f"Which carrier should ship the replacement for order {order_id}?",
             "description": "Pick the carrier; the agent books it.",
-        }, answer_schema={
-            "type": "object",
-            "properties": {"carrier": {"type": "string", "enum": CARRIERS}},
-            "required": ["carrier"],
-            "additionalProperties": False,
-        })
+        }, answer_schema=CARRIER_ANSWER_SCHEMA)
 
     async def continue_recovered_typed(
         self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,

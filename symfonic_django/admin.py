@@ -27,7 +27,7 @@ from django.contrib.admin import helpers
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import connections, router
-from django.db.models import Count, Field, Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, Field, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -44,7 +44,7 @@ from .conf import settings
 from .datetimes import format_datetime
 from .events import EVENT_TYPES
 from .exceptions import NotFound, SymfonicError
-from .forms import BulkDecisionForm, answer_form_for, decision_label, pretty_json
+from .forms import BulkDecisionForm, answer_form_for, choice_labels, decision_label, pretty_json
 from .hitl import review_config
 from .models import (
     AnsweredVia,
@@ -54,6 +54,7 @@ from .models import (
     PauseKind,
     PauseStatus,
     Run,
+    RunStatus,
     TurnEvent,
 )
 from .scopes import (
@@ -152,11 +153,36 @@ def headline(pause: Pause) -> str:
     return text if len(text) <= HEADLINE_CHARS else Truncator(text).chars(HEADLINE_CHARS)
 
 
+def edited_text(pause: Pause) -> str:
+    """What an edit changed, for a row that shows the proposal ("Edited: amount: 99.99 →
+    50"): the arguments that ran, not only the ones the agent proposed ("" if none)."""
+    if pause.kind != PauseKind.APPROVAL or pause.is_pending:
+        return ""
+    changes = [f"{where}: {was} → {now}" for _name, rows in hitl.edit_changes(pause.prompt,
+                                                                             pause.answer)
+               for where, was, now in rows]
+    return _("Edited: %(changes)s") % {"changes": "; ".join(changes)} if changes else ""
+
+
 def args_rows(args: Any) -> list[tuple[str, str, bool]]:
     """(name, value, is_json) rows of an arguments table; strings are shown bare."""
     if not isinstance(args, dict):
         return [("", _scalar(args), True)]
     return [(str(k), _scalar(v), not isinstance(v, str)) for k, v in args.items()]
+
+
+def answer_rows(pause: Pause) -> list[tuple[str, str, bool]]:
+    """A question's answer as rows, a choice shown by its label from the answer schema
+    ("DHL" for "dhl")."""
+    schema = pause.answer_schema if isinstance(pause.answer_schema, dict) else {}
+    properties = schema.get("properties")
+    answer = pause.answer if isinstance(pause.answer, dict) else {}
+    rows = []
+    for name, value, is_json in args_rows(answer):
+        sub = properties.get(name) if isinstance(properties, dict) else None
+        label = next((text for v, text in choice_labels(sub) or [] if v == answer[name]), None)
+        rows.append((name, label, False) if label is not None else (name, value, is_json))
+    return rows
 
 
 def span(seconds: float) -> str:
@@ -205,7 +231,7 @@ def event_summary(event: TurnEvent) -> str:
 def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
     """A run's events as a person reads them: each message as its text (its deltas
     joined), each tool call as one card with its arguments and result, and a note
-    where the agent asked for a decision or the turn failed."""
+    where the agent asked for a decision or a question, or the turn failed."""
     items: list[dict[str, Any]] = []
     written: list[str] = []  # the deltas of the message being written
     cards: dict[str, dict[str, Any]] = {}
@@ -235,9 +261,13 @@ def transcript(events: list[TurnEvent]) -> list[dict[str, Any]]:
                 items.append(card)
             if event.type == "tool.completed":
                 card["result"] = Truncator(pretty_json(data.get("result"))).chars(2000)
+                # An error in place of a result: a rejected call, or a tool that raised.
+                card["failed"] = data.get("status") == "error"
         elif event.type == "pause.requested":
             end_message()
-            items.append({"kind": "note", "text": _("The agent asked for a decision.")})
+            items.append({"kind": "note", "text": (
+                _("The agent asked a question.") if data.get("kind") == PauseKind.QUESTION
+                else _("The agent asked for a decision."))})
         elif event.type == "turn.failed":
             end_message()
             reason = data.get("message") or data.get("code") or _("no reason given")
@@ -631,8 +661,14 @@ class RunAdmin(ScopedReadOnlyAdmin):
         # A subquery per listed run, not a GROUP BY over every run before the page is cut.
         pending = (Pause.objects.filter(run=OuterRef("pk"), status=PauseStatus.PENDING)
                    .order_by().values("run").annotate(n=Count("pk")).values("n"))
+        # What came of a paused run: its last closed pause that has a continuation.
+        resumed = (Pause.objects.filter(run=OuterRef("pk"), continuation__isnull=False)
+                   .order_by("-answered_at", "-pk"))
         listed: QuerySet[Any] = super().get_queryset(request).annotate(
-            pending_count=Coalesce(Subquery(pending), 0))
+            pending_count=Coalesce(Subquery(pending), 0),
+            resumed_status=Subquery(resumed.values("status")[:1]),
+            resumed_by=Subquery(resumed.values("continuation_id")[:1]),
+            resumed_by_status=Subquery(resumed.values("continuation__status")[:1]))
         return listed
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -655,7 +691,19 @@ class RunAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: Run) -> str:
-        return _status_badge(obj.status, obj.get_status_display())
+        """Its status; a paused run whose pause was closed says what came of it:
+        "answered → continued in run 9aa9c880, completed"."""
+        badge = _status_badge(obj.status, obj.get_status_display())
+        continuation = getattr(obj, "resumed_by", None)
+        if obj.status != RunStatus.PAUSED or continuation is None:
+            return badge
+        words = _("%(pause)s → continued in run %(run)s, %(status)s") % {
+            "pause": PauseStatus(obj.resumed_status).label.lower(),  # type: ignore[attr-defined]
+            "run": str(continuation)[:8],
+            "status": RunStatus(obj.resumed_by_status).label.lower()}  # type: ignore[attr-defined]
+        url = reverse("admin:symfonic_django_run_change", args=[continuation])
+        return format_html('{}<br><a class="quiet symfonic-resumed" href="{}">{}</a>', badge, url,
+                           words)
 
     @admin.display(description=gettext_lazy("pending pauses"), ordering="pending_count")
     def pending_pauses(self, obj: Run) -> int:
@@ -762,6 +810,39 @@ CLAIMED_BY_ME = InboxTab("claimed", gettext_noop("Claimed by me"), _claimed_by_m
 INBOX_PER_PAGE = 50
 
 
+def approvals_text(have: int, need: int, mine: bool) -> str:
+    """Where a several-approver pause stands for this reviewer: "1 of 2 approvals", or,
+    once they approved, "You approved; waiting for 1 more approval"."""
+    if mine:
+        more = max(need - have, 0)
+        return ngettext("You approved; waiting for %(more)d more approval",
+                        "You approved; waiting for %(more)d more approvals", more
+                        ) % {"more": more}
+    return ngettext("%(have)d of %(need)d approvals", "%(have)d of %(need)d approvals",
+                    have) % {"have": have, "need": need}
+
+
+def claim_text(pause: Pause, viewer: Any = None, now: Any = None) -> str:
+    """Who is reviewing a pending pause, as its card and its list row say it ("" if
+    nobody's claim holds); ``viewer``'s own claim reads as theirs."""
+    holder = pause.claimant_at(now or timezone.now()) if pause.is_pending else None
+    if holder is None:
+        return ""
+    if viewer is not None and holder.pk == viewer.pk:
+        return _("You are reviewing it")
+    return _("Being reviewed by %(who)s") % {"who": holder.get_username()}
+
+
+#: "alice, in the admin": where an answer came from, after who gave it.
+ANSWERED_WHERE: dict[str, str] = {
+    AnsweredVia.ADMIN: gettext_noop("%(who)s, in the admin"),
+    AnsweredVia.API: gettext_noop("%(who)s, through the API"),
+    AnsweredVia.TOKEN: gettext_noop("%(who)s, with a link's token"),
+    AnsweredVia.PYTHON: gettext_noop("%(who)s, from code"),
+    AnsweredVia.SYSTEM: gettext_noop("%(who)s, by the system"),
+}
+
+
 def _moment(when: Any) -> dict[str, str]:
     """A time as the inbox shows it: ISO for machines, local with its zone for people."""
     return {"iso": when.isoformat(), "text": format_datetime(when)}
@@ -770,7 +851,8 @@ def _moment(when: Any) -> dict[str, str]:
 @admin.register(Pause)
 class PauseAdmin(ScopedReadOnlyAdmin):
     review_template = "admin/symfonic_django/pause/review.html"
-    list_display = ("status_badge", "kind", "summary", "agent", "scope", "age", "expires_in",
+    # The kind is written under the status (one column less: the list fits 1366 px).
+    list_display = ("status_badge", "summary", "agent", "scope", "age", "expires_in",
                     "answered")
     list_display_links = ("summary",)
     list_filter = ("status", "kind", ScopeFilter)
@@ -778,23 +860,31 @@ class PauseAdmin(ScopedReadOnlyAdmin):
     ordering = ("-created_at",)
     actions = ["approve_selected", "reject_selected"]
 
-    # The columns read the pause, its run and its answerer: one query for 5 rows or 500.
-    list_select_related = ("run", "answered_by")
+    # The columns read the pause, its run, its answerer and its claimant: one query for 5
+    # rows or 500.
+    list_select_related = ("run", "answered_by", "claimed_by")
 
     class Media:
         js = ("symfonic_django/review.js",)
 
     @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: Pause) -> str:
-        return _status_badge(obj.status, obj.get_status_display())
+        return format_html('{}<br><span class="quiet symfonic-kind">{}</span>',
+                           _status_badge(obj.status, obj.get_status_display()),
+                           obj.get_kind_display())
 
     @admin.display(description=gettext_lazy("action or question"))
     def summary(self, obj: Pause) -> str:
         """The headline (the agent's description), and the call below it when it differs."""
         text, call = headline(obj), summarize(obj)
-        if call == text:
-            return text
-        return format_html('{}<br><span class="quiet symfonic-call">{}</span>', text, call)
+        shown = text if call == text else format_html(
+            '{}<br><span class="quiet symfonic-call">{}</span>', text, call)
+        claim = claim_text(obj)
+        if claim:
+            shown = format_html('{}<br><span class="symfonic-claim-note">{}</span>', shown, claim)
+        edited = edited_text(obj)
+        return format_html('{}<br><span class="symfonic-edited">{}</span>', shown,
+                           edited) if edited else shown
 
     @admin.display(description=gettext_lazy("agent"), ordering="run__agent")
     def agent(self, obj: Pause) -> str:
@@ -817,10 +907,12 @@ class PauseAdmin(ScopedReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("answered by"), ordering="answered_at")
     def answered(self, obj: Pause) -> str:
-        via = obj.get_answered_via_display().lower()
+        """Who answered and where: "alice, in the admin" (a channel, not a role)."""
+        where = ANSWERED_WHERE.get(obj.answered_via)
         if obj.answered_by is not None:
-            return f"{obj.answered_by.get_username()} ({via})"
-        return via or "—"
+            who = obj.answered_by.get_username()
+            return _(where) % {"who": who} if where else who
+        return obj.get_answered_via_display().lower() or "—"
 
     def search(self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
                ) -> tuple[QuerySet[Any], bool]:
@@ -885,8 +977,11 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         approved = (Decision.objects.filter(pause=OuterRef("pk"), action=Decision.Action.APPROVE)
                     .order_by().values("pause").annotate(n=Count("pk")).values("n"))
         listed = (shown.select(visible, request).order_by(*order)
-                  .select_related("run", "answered_by")
-                  .annotate(approvals_have=Coalesce(Subquery(approved), 0)))
+                  .select_related("run", "answered_by", "claimed_by")
+                  .annotate(approvals_have=Coalesce(Subquery(approved), 0),
+                            approved_by_me=Exists(Decision.objects.filter(
+                                pause=OuterRef("pk"), action=Decision.Action.APPROVE,
+                                actor=request.user.pk))))
         paginator = EstimatingPaginator(listed, INBOX_PER_PAGE)
         page = paginator.get_page(request.GET.get("p"))
         counts = {tab.slug: (BoundedCount(paginator.count, paginator.count_is_estimate)
@@ -902,14 +997,17 @@ class PauseAdmin(ScopedReadOnlyAdmin):
                       "current": tab is shown} for tab in tabs],
             "shown": shown,
             "page": page,
-            "rows": [self._inbox_row(pause) for pause in page.object_list],
+            "rows": [self._inbox_row(pause, request) for pause in page.object_list],
             "can_answer": self.has_answer_permission(request),
+            # The pause list's bulk actions, offered on the lists of pending pauses.
+            "bulk": (self.has_answer_permission(request) and shown.oldest_first
+                     and bool(page.object_list)),
             "media": self.media,
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, self.inbox_template, context)
 
-    def _inbox_row(self, pause: Pause) -> dict[str, Any]:
+    def _inbox_row(self, pause: Pause, request: HttpRequest | None = None) -> dict[str, Any]:
         now = timezone.now()
         if pause.is_pending:
             left = (pause.expires_at - now).total_seconds()
@@ -931,12 +1029,14 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "pause": pause,
             "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
             "headline": headline(pause),
+            "edited": edited_text(pause),
             "when": when,
             "moment": moment,
             "asked": span((now - pause.created_at).total_seconds()),
-            "approvals": (_("%(have)d of %(need)d approvals")
-                          % {"have": have, "need": pause.approvals_needed}
+            "approvals": (approvals_text(have, pause.approvals_needed,
+                                         bool(getattr(pause, "approved_by_me", False)))
                           if pause.approvals_needed > 1 and pause.is_pending else ""),
+            "claim": claim_text(pause, request.user if request is not None else None, now),
         }
 
     # --- review claims ---------------------------------------------------------------
@@ -1066,7 +1166,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "is_approval": is_approval,
             # "1 of 2 approvals", for a pause that needs several approvers.
             "approvals": ({"have": len(approved_by), "need": pause.approvals_needed,
-                           "by": approved_by} if pause.approvals_needed > 1 else None),
+                           "by": approved_by,
+                           "mine": (approvals_text(len(approved_by), pause.approvals_needed,
+                                                   True)
+                                    if pause.is_pending and any(
+                                        d.actor_id == request.user.pk for d in history
+                                        if d.action == Decision.Action.APPROVE) else "")}
+                          if pause.approvals_needed > 1 else None),
             "actions": actions,
             "question": None if is_approval else hitl.question_text(pause.prompt),
             "question_description": (pause.prompt.get("description", "")
@@ -1078,7 +1184,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             "can_answer": can_answer,
             "decided": decision_rows(pause) if is_approval else [],
             "answer_json": None if pause.answer is None else pretty_json(pause.answer),
-            "answer_rows": (args_rows(pause.answer)
+            "answer_rows": (answer_rows(pause)
                             if not is_approval and isinstance(pause.answer, dict) else None),
             "history": [(d, "" if d.answer is None else _scalar(d.answer),
                          hitl.edit_changes(pause.prompt, d.answer)
@@ -1136,20 +1242,32 @@ class PauseAdmin(ScopedReadOnlyAdmin):
             self._decide_each(request, selected, decision, form.cleaned_data["reason"])
             return None
         now = timezone.now()
+        items = [self._bulk_item(pause, decision, now, request) for pause in selected]
+        # The title and the button count the pauses it can decide; a note says why not.
+        acting = sum(1 for item in items if not item["note"] or item["counts"])
+        total = len(selected)
+        if acting == total:
+            title = (ngettext("Approve %(count)d pause?", "Approve %(count)d pauses?", total)
+                     if decision == "approve" else
+                     ngettext("Reject %(count)d pause?", "Reject %(count)d pauses?", total))
+        else:
+            title = (ngettext("Approve %(count)d of the %(total)d selected pauses?",
+                              "Approve %(count)d of the %(total)d selected pauses?", acting)
+                     if decision == "approve" else
+                     ngettext("Reject %(count)d of the %(total)d selected pauses?",
+                              "Reject %(count)d of the %(total)d selected pauses?", acting))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "app_label": self.opts.app_label,
-            "title": (ngettext("Approve %(count)d pause?", "Approve %(count)d pauses?",
-                               len(selected)) if decision == "approve" else
-                      ngettext("Reject %(count)d pause?", "Reject %(count)d pauses?",
-                               len(selected))) % {"count": len(selected)},
+            "title": title % {"count": acting, "total": total},
+            "acting": acting,
             "subtitle": None,
             "decision": decision,
             "verb": _("approved") if decision == "approve" else _("rejected"),
             "action_name": f"{decision}_selected",
             "form": form,
-            "items": [self._bulk_item(pause, decision, now) for pause in selected],
+            "items": items,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "changelist_url": request.get_full_path(),
             "media": self.media,
@@ -1157,11 +1275,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         request.current_app = self.admin_site.name
         return TemplateResponse(request, self.bulk_confirmation_template, context)
 
-    def _bulk_item(self, pause: Pause, decision: str, now: Any) -> dict[str, Any]:
-        """One pause on the confirmation page: its actions, and what will happen to it."""
+    def _bulk_item(self, pause: Pause, decision: str, now: Any,
+                   request: HttpRequest | None = None) -> dict[str, Any]:
+        """One pause on the confirmation page: its actions, and what will happen to it
+        (``counts``: a note that still counts it among the decided)."""
         is_approval = pause.kind == PauseKind.APPROVAL and isinstance(pause.prompt, dict)
         requests = (pause.prompt.get("action_requests") or []) if is_approval else []
-        note = ""
+        note, counts = "", False
         if not pause.is_pending:
             note = _("It is %(status)s: it will be left as it is.") % {
                 "status": pause.get_status_display().lower()}
@@ -1170,9 +1290,15 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         elif not is_approval:
             note = _("It is a question: answer it on its own page. It will be left as it is.")
         elif decision == "approve" and pause.approvals_needed > 1:
-            note = _("It needs %(need)d approvers: yours counts as one of them.") % {
-                "need": pause.approvals_needed}
+            mine = request is not None and Decision.objects.filter(
+                pause=pause, action=Decision.Action.APPROVE, actor=request.user.pk).exists()
+            note = (_("You already approved it: it waits for another approver. It will be "
+                      "left as it is.") if mine else
+                    _("It needs %(need)d approvers: yours counts as one of them.") % {
+                        "need": pause.approvals_needed})
+            counts = not mine
         return {
+            "counts": counts,
             "pause": pause,
             "url": reverse("admin:symfonic_django_pause_change", args=[pause.pk]),
             "headline": headline(pause),
@@ -1263,10 +1389,13 @@ def _answered_message(resolution: pauses.Resolution) -> str:
     pause = resolution.pause
     if resolution.approvals is not None:
         approvals = resolution.approvals
-        return _("Your approval was counted: %(have)d of %(need)d approvals (%(by)s); the "
-                 "run continues once %(more)d more reviewer(s) approve.") % {
+        more = approvals.need - approvals.have
+        return ngettext("Your approval was counted: %(have)d of %(need)d approvals (%(by)s); "
+                        "the run continues once %(more)d more reviewer approves.",
+                        "Your approval was counted: %(have)d of %(need)d approvals (%(by)s); "
+                        "the run continues once %(more)d more reviewers approve.", more) % {
             "have": approvals.have, "need": approvals.need, "by": ", ".join(approvals.by),
-            "more": approvals.need - approvals.have}
+            "more": more}
     if resolution.continuation is not None:
         return _("Your answer was recorded; the agent continues in run %(id)s.") % {
             "id": str(resolution.continuation.pk)[:8]}

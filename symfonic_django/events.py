@@ -74,11 +74,15 @@ class ToolStarted(Event):
 
 @dataclass(frozen=True)
 class ToolCompleted(Event):
+    """A tool call's end. ``status`` is "error" when the agent got an error in place of a
+    result (a call the reviewer rejected, or a tool that raised), else "success"."""
+
     type: ClassVar[str] = "tool.completed"
     tool_call_id: str
     name: str
     args: dict[str, Any] = field(default_factory=dict)
     result: Any = None
+    status: str = "success"
 
 
 @dataclass(frozen=True)

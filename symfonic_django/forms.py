@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -185,6 +186,8 @@ class ApprovalForm(forms.Form):
             inputs = self.arg_inputs.get(index)
             if inputs and not raw.strip():
                 args = args_from_inputs(inputs, self.cleaned_data)
+                if self._input_problems(index, inputs, args):
+                    return None, field
                 return {"type": "edit", "edited_action": {"name": name, "args": args}}, field
             try:
                 args = parse_json(raw)
@@ -199,6 +202,24 @@ class ApprovalForm(forms.Form):
                 decision["message"] = message
             return decision, f"message_{index}"
         return {"type": "approve"}, f"decision_{index}"
+
+    def _input_problems(self, index: int, inputs: list[ArgInput], args: dict[str, Any]
+                        ) -> bool:
+        """Put each input's own schema refusal on that input, in words ("Enter a multiple
+        of 0.01."), rather than the whole editor's "$.amount: ... is not a multiple of"."""
+        schema = hitl.review_config(self.pause.prompt, self.requests[index]["name"]).get(
+            "args_schema")
+        found = False
+        for item in inputs:
+            value: Any = args
+            for key in item.path:
+                value = value.get(key, MISSING) if isinstance(value, dict) else MISSING
+            problem = (leaf_problem(_property_schema(schema, item.path), value)
+                       if value is not MISSING else None)
+            if problem:
+                self.add_error(item.name, problem)
+                found = True
+        return found
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -367,6 +388,40 @@ def _collect(schema: Any, args: Any, path: tuple[str, ...], prefix: str,
     return True
 
 
+def _property_schema(schema: Any, path: tuple[str, ...]) -> Any:
+    """The schema of the argument at ``path`` of an object ``schema`` (``None`` if unnamed)."""
+    for key in path:
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        schema = properties.get(key) if isinstance(properties, dict) else None
+    return schema
+
+
+def leaf_problem(schema: Any, value: Any) -> str | None:
+    """Why one argument's ``value`` breaks its own ``schema``, as a sentence for its input,
+    for the keywords a form field does not check itself; ``None`` if none of them does."""
+    if not isinstance(schema, dict):
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        step = schema.get("multipleOf")
+        if isinstance(step, int | float) and step > 0 and (
+                Decimal(str(value)) % Decimal(str(step)) != 0):
+            return _("Enter a multiple of %(step)s.") % {"step": hitl.shown(step)}
+        low, high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        if isinstance(low, int | float) and value <= low:
+            return _("Enter more than %(limit)s.") % {"limit": hitl.shown(low)}
+        if isinstance(high, int | float) and value >= high:
+            return _("Enter less than %(limit)s.") % {"limit": hitl.shown(high)}
+    if isinstance(value, str) and isinstance(schema.get("pattern"), str):
+        try:
+            if re.search(schema["pattern"], value) is None:
+                return _("Enter a value of the expected form.")
+        except re.error:
+            return None
+    if "const" in schema and value != schema["const"]:
+        return _("Only %(value)s is accepted here.") % {"value": hitl.shown(schema["const"])}
+    return None
+
+
 def _typed(value: Any) -> Any:
     """A number input's float as JSON writes it: 50.0 typed as "50" stays 50."""
     if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_INTEGERS:
@@ -400,6 +455,21 @@ def _main_type(schema: dict[str, Any]) -> str | None:
     return kind
 
 
+def choice_labels(schema: Any) -> list[tuple[Any, str]] | None:
+    """``(value, label)`` per value a choice schema allows, or ``None`` if it is not one:
+    an ``enum`` (each value its own label), or a ``oneOf`` / ``anyOf`` of ``const`` values,
+    each labelled by its ``title`` (JSON Schema's way to name a choice: "DHL" for "dhl")."""
+    if not isinstance(schema, dict):
+        return None
+    if isinstance(schema.get("enum"), list):
+        return [(v, str(v)) for v in schema["enum"]]
+    options = schema.get("oneOf", schema.get("anyOf"))
+    if not (isinstance(options, list) and options
+            and all(isinstance(o, dict) and "const" in o for o in options)):
+        return None
+    return [(o["const"], str(o.get("title") or o["const"])) for o in options]
+
+
 def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
     """A form field for one JSON Schema: enum → select, boolean → checkbox,
     integer / number → number inputs, string → text (textarea when long),
@@ -409,9 +479,10 @@ def field_for(schema: Any, *, required: bool, label: str) -> forms.Field:
                               "help_text": schema.get("description", "")}
     if "default" in schema:
         common["initial"] = schema["default"]
-    if "enum" in schema:
+    labels = choice_labels(schema)
+    if labels is not None:
         # An empty first choice even when required: the reviewer picks, nothing is preselected.
-        choices = [("", "---------"), *((json.dumps(v), str(v)) for v in schema["enum"])]
+        choices = [("", "---------"), *((json.dumps(v), label) for v, label in labels)]
         if "initial" in common:
             common["initial"] = json.dumps(common["initial"])
         return forms.TypedChoiceField(choices=choices, coerce=json.loads, empty_value=None,

@@ -132,8 +132,9 @@ def test_inputs_of_an_action_not_being_edited_are_ignored(users):
 
 
 @pytest.mark.parametrize(("amount", "words"), [
-    ("-5", "do not fit its schema"),
-    ("12.345", "do not fit its schema"),
+    # A value its own argument's schema refuses is said on that input, in words.
+    ("-5", "Amount: Enter more than 0."),
+    ("12.345", "Amount: Enter a multiple of 0.01."),
     ("abc", "Enter a number"),
     ("1e999", "Enter a number"),
     ("nan", "Enter a number"),

@@ -434,7 +434,8 @@ class Transcript:
             call = self.calls.get(message.tool_call_id, {})
             return [ToolCompleted(tool_call_id=message.tool_call_id,
                                   name=message.name or call.get("name", ""),
-                                  args=call.get("args", {}), result=_tool_result(message))]
+                                  args=call.get("args", {}), result=_tool_result(message),
+                                  status=message.status)]
         if not isinstance(message, AIMessage):
             return []
         events: list[Event] = [MessageCompleted(text=message.text)] if message.text else []

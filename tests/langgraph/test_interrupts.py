@@ -71,6 +71,9 @@ def test_parallel_tool_interrupts_of_create_agent_are_separate_pauses_and_one_co
     completed = [data for kind, data in events_of(done) if kind == "tool.completed"]
     assert {c["tool_call_id"]: c["result"] for c in completed}["call-0-A-1"]["order_id"] == "A-1"
     assert "not this one" in {c["tool_call_id"]: c["result"] for c in completed}["call-1-B-2"]
+    # The rejected call ended in an error the viewer shows as such, the approved one did not.
+    assert {c["tool_call_id"]: c.get("status") for c in completed} == {
+        "call-0-A-1": "success", "call-1-B-2": "error"}
 
 
 def test_a_partial_answer_set_leaves_the_run_and_the_thread_waiting_for_the_rest():

@@ -253,8 +253,11 @@
     },
     "tool.completed": function (e) {
       var card = toolCard(e.data);
-      card.state.className = "symfonic-status symfonic-status-completed";
-      card.state.textContent = gettext("done");
+      // An error in place of a result (a rejected call, a tool that raised) is not "done".
+      var failed = e.data.status === "error";
+      card.state.className = "symfonic-status symfonic-status-" + (failed ? "failed" : "completed");
+      card.state.textContent = failed ? gettext("not done") : gettext("done");
+      if (failed) card.state.title = gettext("The agent got an error instead of a result: the call was rejected, or the tool failed.");
       card.appendChild(el("div", "symfonic-label", gettext("Result")));
       card.appendChild(jsonBlock(e.data.result));
     },
