@@ -14,8 +14,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from example_project.embedded import start_embedded_worker_if_needed  # noqa: E402
+from symfonic_django.consumers import UnknownStreamConsumer  # noqa: E402
 from symfonic_django.routing import websocket_urlpatterns  # noqa: E402
 
 start_embedded_worker_if_needed()
@@ -28,5 +30,7 @@ if settings.DEBUG:
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    # Any other path is closed 4404 rather than answered 500.
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([
+        *websocket_urlpatterns, re_path(r"", UnknownStreamConsumer.as_asgi())]))),
 })

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
@@ -268,6 +268,18 @@ async def read_rows(run: Run, after: int, with_tokens: bool,
         pending = _reads[key] = asyncio.ensure_future(read())
         pending.add_done_callback(lambda _: _reads.pop(key, None))
     return await asyncio.shield(pending)  # one watcher leaving must not cancel the others' read
+
+
+class UnknownStreamConsumer(AsyncWebsocketConsumer):
+    """A websocket to a path no route serves: accepted, then closed 4404, as an unknown run.
+
+    Without a route Channels raises, and the server answers the handshake with a 500
+    and logs a traceback for every such request anyone sends.
+    """
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=CLOSE_NOT_FOUND)
 
 
 class RunStreamConsumer(AsyncJsonWebsocketConsumer):

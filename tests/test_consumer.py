@@ -423,3 +423,25 @@ def test_what_a_client_sends_is_ignored_and_the_stream_goes_on(tenants, frame):
 
     types, code = async_to_sync(go)()
     assert code == 1000 and types[0] == "turn.started" and types[-1] == "turn.paused"
+
+
+@pytest.mark.parametrize("path", ["/ws/symfonic/runs/", "/ws/symfonic/other/x/",
+                                  "/ws/elsewhere/"])
+def test_a_websocket_to_a_path_no_route_serves_is_closed_4404_not_a_500(path):
+    """Under ``ws/symfonic/`` the app's routes close it; elsewhere a project ends its routes
+    with the same consumer, as the example's ``asgi.py`` does."""
+    from django.urls import re_path
+
+    from symfonic_django.consumers import UnknownStreamConsumer
+
+    routes = URLRouter([*websocket_urlpatterns, re_path(r"", UnknownStreamConsumer.as_asgi())])
+
+    async def go():
+        comm = WebsocketCommunicator(routes, path)
+        connected, code = await comm.connect()
+        out = await comm.receive_output(timeout=5) if connected else None
+        await comm.disconnect()
+        return connected, code, out
+
+    connected, code, out = async_to_sync(go)()
+    assert connected and out == {"type": "websocket.close", "code": 4404}
