@@ -11,15 +11,19 @@ reminders, the reaper. A real deployment sets a broker and runs
 
 from __future__ import annotations
 
+import logging
 import threading
 from contextlib import ExitStack
 
 from celery import Celery
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from symfonic_django.models import DeliveryStatus, NotificationDelivery
 from symfonic_django.notifications import DELIVER_TASK
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _stack: ExitStack | None = None
@@ -71,7 +75,12 @@ def catch_up(app: Celery) -> None:
         app.send_task(entry["task"], args=entry.get("args", ()), kwargs=entry.get("kwargs", {}))
     due = NotificationDelivery.objects.filter(status=DeliveryStatus.PENDING,
                                               next_attempt_at__lte=timezone.now())
-    for delivery_id in due.order_by("next_attempt_at").values_list("pk", flat=True):
+    try:
+        pending = list(due.order_by("next_attempt_at").values_list("pk", flat=True))
+    except DatabaseError:  # not migrated yet: the server starts, and says why pages fail
+        log.warning("The database has no tables yet: run `manage.py migrate`.")
+        return
+    for delivery_id in pending:
         app.send_task(DELIVER_TASK, args=[str(delivery_id)])
 
 
