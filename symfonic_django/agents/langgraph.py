@@ -744,11 +744,19 @@ def _refuse_if_answers_awaited(state: StateSnapshot, run: Run) -> None:
         | Q(status=PauseStatus.ANSWERED,
             continuation__status__in=[RunStatus.QUEUED, RunStatus.RUNNING]),
     ).order_by("created_at").values_list("pk", flat=True)]
-    if awaited:
-        raise ThreadPaused(
-            f"Thread {_caller_thread_id(run)} is paused on run "
-            f"{paused_run}, which waits for pause(s) {', '.join(awaited)}: answer or cancel "
-            "them before starting another run on the thread (a new run would drop them).")
+    if not awaited:
+        return
+    # The refusal is stored on the new run, which its starter reads: it names the paused
+    # run and its pauses only to the one who started that run too (or when neither was
+    # started by a person), never another member's ids.
+    owner = Run.objects.filter(pk=paused_run).values_list("started_by_id", flat=True).first()
+    if owner == run.started_by_id:
+        where = f"run {paused_run}, which waits for pause(s) {', '.join(awaited)}"
+    else:
+        where = "another member's run, which waits for an answer"
+    raise ThreadPaused(
+        f"Thread {_caller_thread_id(run)} is paused on {where}: answer or cancel them before "
+        "starting another run on the thread (a new run would drop them).")
 
 
 def _caller_thread_id(run: Run) -> str:

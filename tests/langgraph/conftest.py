@@ -29,10 +29,11 @@ def langgraph_agents(settings: Any, tenants: Any) -> None:
     FAIL_ONCE.clear()
 
 
-def run_turn(agent: str, input: Any = None, *, thread_id: str = "", scope: str = "acme") -> Run:
+def run_turn(agent: str, input: Any = None, *, thread_id: str = "", scope: str = "acme",
+             started_by: Any = None) -> Run:
     """Start a run and drive its first turn in-process, as a worker would."""
     run = start_run(agent, input if input is not None else {}, scope=scope,
-                    thread_id=thread_id, dispatch=False)
+                    thread_id=thread_id, started_by=started_by, dispatch=False)
     execute_run(run.pk)
     run.refresh_from_db()
     return run

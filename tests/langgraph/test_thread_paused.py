@@ -90,3 +90,21 @@ def test_a_retried_turn_of_the_run_that_paused_is_not_refused(tenants):
     Run.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED)
     assert continue_run(run.pk).status == RunStatus.PAUSED
     assert pauses_of(run) == [pause]
+
+
+def test_the_refusal_names_the_paused_run_only_to_the_member_who_started_it(tenants):
+    """Another member of the same scope is told the thread waits, not the ids of a run and
+    pauses it may not read (the refusal is stored on its own run, which it reads)."""
+    from django.contrib.auth import get_user_model
+
+    alice, member = (get_user_model().objects.create_user(name) for name in ("alice", "member"))
+    first = run_turn("lg_questions", {"ask": True}, thread_id=THREAD, started_by=alice)
+    [pause] = pauses_of(first)
+
+    theirs = refused_as_paused(run_turn("lg_questions", {"ask": False}, thread_id=THREAD,
+                                        started_by=member))
+    assert str(pause.pk) not in theirs["message"] and str(first.pk) not in theirs["message"]
+    assert "another member's run" in theirs["message"]
+    own = refused_as_paused(run_turn("lg_questions", {"ask": False}, thread_id=THREAD,
+                                     started_by=alice))
+    assert str(pause.pk) in own["message"] and str(first.pk) in own["message"]
