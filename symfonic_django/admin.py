@@ -1098,13 +1098,13 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         if request.method == "POST":
             if not can_answer:
                 raise PermissionDenied
-            form = answer_form_for(pause, data=request.POST)
+            form = answer_form_for(pause, data=request.POST, reviewer=request.user)
             if form.is_valid():
                 return self._answer(request, pause, form)
             messages.error(request, format_html(
                 _("The answer was not sent: {}"), " ".join(_form_errors(form))))
         elif pause.is_pending and can_answer and pause.expires_at > timezone.now():
-            form = answer_form_for(pause)
+            form = answer_form_for(pause, reviewer=request.user)
         return self._render_review(request, pause, form, can_answer, extra_context)
 
     def _answer(self, request: HttpRequest, pause: Pause, form: Any) -> HttpResponse:
@@ -1135,7 +1135,7 @@ class PauseAdmin(ScopedReadOnlyAdmin):
         if is_approval:
             for i, action in enumerate(pause.prompt.get("action_requests") or []):
                 config = review_config(pause.prompt, action["name"])
-                allowed = pauses.offered_decisions(pause, action["name"])
+                allowed = pauses.offered_decisions(pause, action["name"], request.user)
                 fields = form.action_fields(i) if form is not None else {}
                 actions.append({
                     "index": i, "name": action["name"],

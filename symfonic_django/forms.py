@@ -107,9 +107,11 @@ class ApprovalForm(forms.Form):
     action whose decision is not an edit are ignored, whatever they hold.
     """
 
-    def __init__(self, pause: Pause, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, pause: Pause, *args: Any, reviewer: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pause = pause
+        #: Who answers: the decisions offered are theirs (``pauses.offered_decisions``).
+        self.reviewer = reviewer
         self.requests: list[dict[str, Any]] = pause.prompt["action_requests"]
         self.answer: dict[str, Any] | None = None
         #: Per action index, its per-argument inputs (empty: the JSON editor instead).
@@ -117,11 +119,17 @@ class ApprovalForm(forms.Form):
         for i, request in enumerate(self.requests):
             name = request["name"]
             allowed = self.allowed(i)
+            errors = {"required": _("Choose a decision for %(name)s.") % {"name": name}}
+            if "approve" in pauses.offered_decisions(pause, name) and "approve" not in allowed:
+                # Not offered to this reviewer alone: their approval already counts (a page
+                # opened before it did still shows the choice).
+                errors["invalid_choice"] = _("You already approved this pause: it waits for "
+                                             "other reviewers. You may still reject it.")
             self.fields[f"decision_{i}"] = forms.ChoiceField(
                 label=_("Decision on %(name)s") % {"name": name},
                 choices=[(d, decision_label(d)) for d in allowed],
                 widget=forms.RadioSelect(attrs={"class": "symfonic-decision"}),
-                error_messages={"required": _("Choose a decision for %(name)s.") % {"name": name}},
+                error_messages=errors,
             )
             if "edit" in allowed:
                 schema = hitl.review_config(pause.prompt, name).get("args_schema")
@@ -173,7 +181,8 @@ class ApprovalForm(forms.Form):
                 field.disabled = False
 
     def allowed(self, index: int) -> list[str]:
-        return [d for d in pauses.offered_decisions(self.pause, self.requests[index]["name"])
+        return [d for d in pauses.offered_decisions(self.pause, self.requests[index]["name"],
+                                                    self.reviewer)
                 if d in DECISION_LABELS]
 
     def _decision(self, index: int, kind: str) -> tuple[dict[str, Any] | None, str]:
@@ -588,10 +597,12 @@ class QuestionForm(forms.Form):
         return cleaned
 
 
-def answer_form_for(pause: Pause, data: Any = None) -> ApprovalForm | QuestionForm:
-    """The form that answers ``pause``, bound to ``data`` when given."""
-    form_class = ApprovalForm if pause.kind == PauseKind.APPROVAL else QuestionForm
-    return form_class(pause, data=data)
+def answer_form_for(pause: Pause, data: Any = None, reviewer: Any = None,
+                    ) -> ApprovalForm | QuestionForm:
+    """The form ``reviewer`` answers ``pause`` with, bound to ``data`` when given."""
+    if pause.kind == PauseKind.APPROVAL:
+        return ApprovalForm(pause, data=data, reviewer=reviewer)
+    return QuestionForm(pause, data=data)
 
 
 # --- bulk decisions ----------------------------------------------------------------

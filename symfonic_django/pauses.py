@@ -402,12 +402,21 @@ def _leave_pending(
     return Resolution(pause=pause, continuation=continuation)
 
 
-def offered_decisions(pause: Pause, action_name: str) -> list[str]:
+def offered_decisions(pause: Pause, action_name: str, reviewer: Any = None) -> list[str]:
     """The decisions a reviewer may give on ``action_name``: its ``allowed_decisions``,
-    without ``edit`` on a pause that needs several approvers (they approve the proposal)."""
+    without ``edit`` on a pause that needs several approvers (they approve the proposal).
+
+    To a ``reviewer`` whose approval of such a pause already counts, none that lets the
+    action run (a second approval from them is refused): they may still reject it.
+    """
     allowed = hitl.review_config(pause.prompt, action_name).get("allowed_decisions",
                                                                list(hitl.DECISION_TYPES))
-    return [d for d in allowed if not (d == "edit" and pause.approvals_needed > 1)]
+    offered = [d for d in allowed if not (d == "edit" and pause.approvals_needed > 1)]
+    if pause.approvals_needed > 1 and getattr(reviewer, "pk", None) is not None and (
+            Decision.objects.filter(pause=pause, action=Decision.Action.APPROVE,
+                                    actor_id=reviewer.pk).exists()):
+        offered = [d for d in offered if d not in RUNNING_DECISIONS]
+    return offered
 
 
 def _refuse_edit_past_quorum(pause: Pause, answer: Any) -> None:

@@ -27,6 +27,7 @@ from symfonic_django.admin import transcript
 from symfonic_django.models import AnsweredVia, Pause, PauseKind, TurnEvent
 from symfonic_django.turns import execute_run
 
+from .conftest import snapshot
 from .test_admin import bare_pause, login, messages_of, refund_pause
 
 pytestmark = pytest.mark.django_db
@@ -94,6 +95,19 @@ def test_after_her_first_of_two_approvals_the_inbox_and_page_say_she_approved(us
     assert "You approved; waiting for 1 more approval" in page
     # Carol, who has not approved, still reads where it stands.
     assert "1 of 2 approvals" in text(login("carol").get(INBOX))
+
+
+def test_after_her_approval_her_page_offers_only_what_she_may_still_do(users, quorum):
+    """A second approval from her is refused, so it is not offered: she may still reject.
+    Carol, who has not approved, is offered the approval."""
+    pause = refund_pause("acme", amount=40, order="ACME-O")
+    pauses.approve(pause.pk, actor=user("alice"), via=AnsweredVia.ADMIN)
+    hers = login("alice").get(f"{PAUSES}{pause.pk}/change/").content.decode()
+    assert 'value="approve"' not in hers and 'value="reject"' in hers
+    assert 'value="approve"' in login("carol").get(f"{PAUSES}{pause.pk}/change/").content.decode()
+    before = snapshot(pause)
+    refused = login("alice").post(f"{PAUSES}{pause.pk}/change/", {"decision_0": "approve"})
+    assert refused.status_code == 200 and snapshot(pause) == before  # a form error, nothing moved
 
 
 def test_the_answer_message_after_a_first_approval_says_reviewer_in_the_singular(users, quorum):
