@@ -221,7 +221,7 @@ def test_the_fenced_effect_stores_the_refund_and_its_event_together(myapp, tenan
     completed = TurnEvent.objects.get(run=run, type="tool.completed").data
     assert completed == {"tool_call_id": "call-1", "name": "refund",
                          "args": {"order_id": "A-2", "amount": 5},
-                         "result": {"refund_id": refund.pk}}
+                         "result": {"refund_id": refund.pk}, "status": "success"}
 
 
 @pytest.mark.django_db

@@ -23,10 +23,12 @@ of the model's predictions:
   action its answers let run (``approve``/``edit``) was approved, in exactly the
   decision list the continuation carries, by ``approvals_needed`` distinct users,
   none of them the run's starter, each holding the answer permission in the scope
-  when they answered (read from the log of permission changes, by the time of the
-  ``Decision``); a single-approver pause may instead be answered with its token;
-- a pending pause never holds more counted approvals than it needs, all of one list
-  and by distinct people;
+  when they answered and still when the pause was answered (read from the log of
+  permission changes, by the time of the ``Decision`` and of the answer); a
+  single-approver pause may instead be answered with its token;
+- a pending pause's approvals are by distinct people (an approval whose approver
+  lost the right no longer counts, so a pending pause may hold more approvals than
+  it needs, of more than one list, while fewer than it needs stand);
 - no refusal changes a row.
 
 A failure prints the shrunk steps and a blob, as ``test_state_machines.py`` does.
@@ -213,8 +215,10 @@ class PauseModel:
     need: int
     status: str = PENDING
     due: bool = False
-    #: The counted approvals: who, and the one list they approved.
-    approvers: list[str] = field(default_factory=list)
+    #: The approvals counted when given: who, and the list each approved. One counts
+    #: toward the quorum while its approver still may answer.
+    approvers: dict[str, Any] = field(default_factory=dict)
+    #: The list the latest counted approval gave (what ``agree`` gives again).
     approved: dict[str, Any] | None = None
 
 
@@ -337,6 +341,9 @@ class Quorum(RuleBasedStateMachine):
         counts = pause.need > 1 and lets_run(answer)
         if (counts or surface != "token") and not (person is not None and person.may_answer()):
             return PermissionDenied
+        if (surface == "token" and person is not None and not person.may_answer()
+                and not (who == "starter" and person.active and person.sees_acme())):
+            return PermissionDenied  # a token sent with a login: the starter's, or a reviewer's
         edits = [d for d in answer["decisions"] if d["type"] == "edit"]
         if any(d["edited_action"]["args"]["need"] > pause.need for d in edits):
             return InvalidAnswer  # the policy would ask more approvers for the edit
@@ -346,11 +353,17 @@ class Quorum(RuleBasedStateMachine):
             return InvalidAnswer  # an edit of a several-approver pause
         if who == "starter":
             return ApprovalNotCounted
-        if who in pause.approvers:
+        standing = self.standing(pause)
+        if who in standing:
             return AlreadyApproved
-        if pause.approved is not None and pause.approved != answer:
+        if any(given != answer for given in standing.values()):
             return ApprovalMismatch
-        return "answered" if len(pause.approvers) + 1 == pause.need else "counted"
+        return "answered" if len(standing) + 1 >= pause.need else "counted"
+
+    def standing(self, pause: PauseModel) -> dict[str, Any]:
+        """The approvals of ``pause`` that count now: their approvers still may answer."""
+        return {name: given for name, given in pause.approvers.items()
+                if self.people[name].may_answer()}
 
     # --- rules ----------------------------------------------------------------------------
 
@@ -422,9 +435,9 @@ class Quorum(RuleBasedStateMachine):
             TALLY["approval counted" + (" (mixed)" if mixed else "")] += 1
             assert resolution.approvals is not None and resolution.continuation is None
             assert resolution.pause.status == PENDING
-            target.approvers.append(who or "")
+            target.approvers[who or ""] = answer
             target.approved = answer
-            assert resolution.approvals.have == len(target.approvers)
+            assert resolution.approvals.have == len(self.standing(target))
             return
         TALLY[f"answered, need {min(target.need, 2)}{'+' if target.need > 1 else ''}"
               + (" (mixed)" if mixed else "")] += 1
@@ -501,31 +514,25 @@ class Quorum(RuleBasedStateMachine):
         found = {str(p.pk): p for p in Pause.objects.all()}
         for pause in found.values():
             if pause.status == PENDING:
-                self.holds_fewer_approvals_than_it_needs_all_of_one_list(
-                    pause, [d for d in by_pause.get(str(pause.pk), []) if d.action == "approve"])
+                approvals = [d for d in by_pause.get(str(pause.pk), []) if d.action == "approve"]
+                assert len({d.actor_id for d in approvals}) == len(approvals), pause.pk
         for run in Run.objects.filter(parent__isnull=False):
             for pause_id, answer in run.input["answers"].items():
                 if not lets_run(answer):
                     continue
                 pause = found[pause_id]
-                given = [d for d in by_pause.get(pause_id, []) if lets_run(d.answer)]
-                assert all(d.answer == answer for d in given), (pause_id, answer, given)
+                given = [d for d in by_pause.get(pause_id, []) if d.answer == answer]
                 if pause.approvals_needed == 1 and [d.via for d in given] == ["token"]:
                     continue  # a single approver's token answers for itself
-                # The starter may be the one approver of a pause that needs one, never one
-                # of a quorum.
+                # N distinct people approved exactly this list, each holding the right when
+                # they answered and still when the pause was answered; the starter may be
+                # the one approver of a pause that needs one, never one of a quorum.
                 approvers = {d.actor_id for d in given
                              if (d.actor_id != starter or pause.approvals_needed == 1)
-                             and self.held_the_right(d.actor_id, d.created_at)}
-                assert len(approvers) == len(given) >= pause.approvals_needed, (
+                             and self.held_the_right(d.actor_id, d.created_at)
+                             and self.held_the_right(d.actor_id, pause.answered_at)}
+                assert len(approvers) >= pause.approvals_needed, (
                     pause_id, answer, [(d.actor_label, d.via, d.created_at) for d in given])
-
-    @staticmethod
-    def holds_fewer_approvals_than_it_needs_all_of_one_list(pause: Pause,
-                                                             approvals: list[Decision]) -> None:
-        assert len(approvals) < pause.approvals_needed, pause.pk
-        assert len({d.actor_id for d in approvals}) == len(approvals), pause.pk
-        assert all(d.answer == approvals[0].answer for d in approvals), pause.pk
 
 
 @pytest.mark.django_db(transaction=True)
