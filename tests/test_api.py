@@ -565,14 +565,16 @@ def test_answered_sibling_has_no_run_or_stream_until_the_last_is_answered(alice)
 def test_pause_json_has_exactly_the_pinned_keys(alice):
     run, pause = paused_run()
     body = alice.get(f"{API}pauses/{pause.pk}/").json()
-    # docs/design.md section 6 allows fields beside the pinned ones; this app adds ``scope``.
-    assert set(body) == PAUSE_KEYS | {"scope"}
+    # docs/design.md section 6 allows fields beside the pinned ones; this app adds ``scope``
+    # and ``offered_decisions``.
+    added = {"scope", "offered_decisions"}
+    assert set(body) == PAUSE_KEYS | added
     assert body["id"] == str(pause.pk) and body["run_id"] == str(run.pk)
     assert body["root_run_id"] == str(run.pk) and body["kind"] == "approval"
     assert body["status"] == "pending" and body["prompt"]["action_requests"][0]["name"] == "ship"
     assert body["answered_by"] is body["answer"] is body["answered_at"] is None
     assert body["continuation_run_id"] is None
-    assert set(alice.get(f"{API}pauses/").json()["results"][0]) == PAUSE_KEYS | {"scope"}
+    assert set(alice.get(f"{API}pauses/").json()["results"][0]) == PAUSE_KEYS | added
 
 
 def test_a_pause_names_its_scope_to_its_reviewers(alice, bob, admin):

@@ -31,7 +31,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from example_project.shop.models import Membership, Refund, Tenant
-from symfonic_django import pauses
+from symfonic_django import hitl, pauses
 from symfonic_django.exceptions import PermissionDenied
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.runs import start_run
@@ -352,3 +352,20 @@ def test_a_decision_type_that_is_not_a_word_is_an_invalid_answer_on_every_answer
     refused(resume(api(), pause, bad), 400, "invalid_answer")
     refused(resume(api(people["alice"]), pause, bad), 400, "invalid_answer")
     assert rows(pause) == before and refunds() == []
+
+
+def test_the_api_offers_no_edit_on_a_pause_that_needs_several_approvers(people):
+    """The admin never offered it; the API's pause now says what an answer may give."""
+    several = graph_pause()
+    shown = api(people["alice"]).get(f"{API}pauses/{several.pk}/").json()
+    assert len(shown["offered_decisions"]) == 2
+    assert all("edit" not in offered and "approve" in offered
+               for offered in shown["offered_decisions"])
+    run = start_run("refund_graph", {"refunds": [{"order_id": "ONE-1", "amount": 5}]},
+                    scope="acme", dispatch=False)
+    assert execute_run(run.pk) == RunStatus.PAUSED
+    one = Pause.objects.get(run=run)
+    assert one.approvals_needed == 1
+    offered = api(people["alice"]).get(f"{API}pauses/{one.pk}/").json()["offered_decisions"]
+    assert offered == [hitl.review_config(one.prompt, "refund")["allowed_decisions"]]
+    assert "edit" in offered[0]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..models import Pause, Run
+from .. import pauses
+from ..models import Pause, PauseKind, Run
 
 
 class PauseSerializer(serializers.ModelSerializer[Pause]):
@@ -28,12 +30,16 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
     answer = serializers.JSONField(allow_null=True)
     scope = serializers.SerializerMethodField(
         help_text="The pause's scope key (its tenant); null for a caller who may not review it.")
+    offered_decisions = serializers.SerializerMethodField(
+        help_text="For an approval, the decisions an answer may give on each action request, "
+                  "in order: its allowed_decisions, without edit on a pause that needs several "
+                  "approvers (they approve the proposal). Null for a question.")
 
     class Meta:
         model = Pause
         fields = ["id", "kind", "status", "prompt", "answer_schema", "run_id", "root_run_id",
                   "session_id", "thread_id", "created_at", "expires_at", "answered_at",
-                  "answered_by", "answer", "continuation_run_id", "scope"]
+                  "answered_by", "answer", "continuation_run_id", "scope", "offered_decisions"]
         read_only_fields = fields
 
     def get_answered_by(self, pause: Pause) -> str | None:
@@ -42,6 +48,14 @@ class PauseSerializer(serializers.ModelSerializer[Pause]):
 
     def get_scope(self, pause: Pause) -> str | None:
         return pause.scope_key if self.context.get("show_scope", True) else None
+
+    @extend_schema_field(serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()), allow_null=True))
+    def get_offered_decisions(self, pause: Pause) -> list[list[str]] | None:
+        if pause.kind != PauseKind.APPROVAL:
+            return None
+        return [pauses.offered_decisions(pause, request["name"])
+                for request in pause.prompt["action_requests"]]
 
 
 class RunSerializer(serializers.ModelSerializer[Run]):
