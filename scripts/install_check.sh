@@ -30,7 +30,7 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD_PY=${BUILD_PY:-.venv/bin/python}
+BUILD_PY=${BUILD_PY:-$ROOT/.venv/bin/python}
 REDIS_URL=${INSTALL_CHECK_REDIS_URL:-redis://127.0.0.1:6379/15}
 PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432}
 CHECK_DB=${INSTALL_CHECK_DB:-symfonic_install_check}
