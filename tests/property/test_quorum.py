@@ -399,7 +399,11 @@ class Quorum(RuleBasedStateMachine):
         target = ordered[pause % len(ordered)]
         answer = target.approved or concrete(ANSWERS[0], target.need)
         others = [name for name in REVOCABLE if name not in target.approvers]
-        self.give(target, others[who % len(others)], surface, answer,
+        # Mostly those who may count now: the earlier approvals stand only while their
+        # approvers may answer, so a quorum fills when agreement comes before revocation.
+        able = [name for name in others if name != "starter" and self.people[name].may_answer()]
+        pool = able if able and who < 3 else others
+        self.give(target, pool[who % len(pool)], surface, answer,
                   lambda actor, via, visible: pauses.answer_pause(
                       target.pk, answer, actor=actor, via=via, visible=visible))
 
