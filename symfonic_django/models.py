@@ -146,6 +146,11 @@ class Run(models.Model):
                          condition=Q(status__in=["completed", "failed"])),
         ]
         permissions = [("retry_run", "Can retry failed runs"), ("start_run", "Can start agent runs")]
+        constraints = [
+            # Only runs.py writes a status; the database refuses any other value too.
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values),
+                                   name="symfonic_run_status_valid"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} run {self.id} ({self.status})"
@@ -243,6 +248,8 @@ class Pause(models.Model):
                 condition=~Q(idempotency_key=""),
                 name="symfonic_pause_idempotency_per_root",
             ),
+            models.CheckConstraint(condition=Q(status__in=PauseStatus.values),
+                                   name="symfonic_pause_status_valid"),
         ]
         indexes = [
             models.Index(fields=["scope_key", "status", "-created_at"],
@@ -594,6 +601,10 @@ class NotificationDelivery(models.Model):
         verbose_name = _("notification delivery")
         verbose_name_plural = _("notification deliveries")
         permissions = [("redeliver_notification", "Can redeliver notifications")]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=DeliveryStatus.values),
+                                   name="symfonic_delivery_status_valid"),
+        ]
         indexes = [
             # The delivery list, newest first, and one scope's.
             models.Index(fields=["-created_at"], name="symfonic_delivery_recent_idx"),
@@ -643,6 +654,12 @@ class Redelivery(AuditRecord):
     #: The delivery's status and attempts when it was asked.
     previous_status = models.CharField(max_length=16, choices=DeliveryStatus.choices)
     attempts_before = models.PositiveIntegerField()
+
+    class Meta(AuditRecord.Meta):
+        constraints = [
+            models.CheckConstraint(condition=Q(previous_status__in=DeliveryStatus.values),
+                                   name="symfonic_redelivery_status_valid"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.actor_label or 'system'} redelivered {self.delivery_id}"
