@@ -83,7 +83,7 @@ class Run(models.Model):
     )
     agent = models.CharField(_("agent"), max_length=100)
     #: No index of its own: every index below that it leads serves a lookup by tenant, and
-    #: one more would be written at every step a run takes (migration 0024).
+    #: one more would be written at every step a run takes (``docs/decisions.md``).
     scope_key = models.CharField(_("scope key"), max_length=200)
     #: Who started the run's lineage (``POST runs/``; copied onto its continuations). They
     #: never count toward a quorum of approvers of its pauses. No index: nothing lists runs
@@ -126,14 +126,14 @@ class Run(models.Model):
             ),
             models.Index(fields=["scope_key", "-created_at"], name="symfonic_run_scope_idx"),
             # A reviewer's run list filtered by status: the count and the page read their
-            # tenant's runs of that status alone, not every tenant's (migration 0023).
+            # tenant's runs of that status alone, not every tenant's (``docs/decisions.md``).
             models.Index(fields=["scope_key", "status", "-created_at"],
                          name="symfonic_run_scopestatus_idx"),
             models.Index(fields=["-created_at"], name="symfonic_run_recent_idx"),
             models.Index(fields=["status", "-created_at"], name="symfonic_run_status_idx"),
             models.Index(fields=["agent", "-created_at"], name="symfonic_run_agent_idx"),
             # A reviewer's run list filtered by agent: their tenant's runs of that agent
-            # alone, however many other agents' runs the tenant has (migration 0024).
+            # alone, however many other agents' runs the tenant has (``docs/decisions.md``).
             models.Index(fields=["scope_key", "agent", "-created_at"],
                          name="symfonic_run_scopeagent_idx"),
             # The run list's search: a pasted session or thread id.
@@ -291,8 +291,8 @@ class PauseSearch(models.Model):
 
     The proposed actions' names, descriptions and arguments, or the question; the
     session and thread ids; case-folded, punctuation dropped. On PostgreSQL a trigram
-    index serves ``text LIKE '%term%'`` (migration 0021; not in ``Meta.indexes``, as
-    only PostgreSQL has it).
+    index serves ``text LIKE '%term%'`` (built by the migration; not in
+    ``Meta.indexes``, as only PostgreSQL has it).
 
     A row of its own, not a column of the pause, because a pause's row is rewritten
     by every step it takes (an answer, a claim, a reminder, its expiry): PostgreSQL

@@ -16,8 +16,7 @@ thread must outlive a key rotation, and the rows sit in the deployment's own
 database, beside the runs that name the scope key in clear.
 
 Callers keep seeing their own ``thread_id`` everywhere (runs, pauses, the API,
-events); only a checkpointer sees the key. Nothing here needs LangGraph: the
-migration that moved existing checkpoints to their keys uses it too.
+events); only a checkpointer sees the key. Nothing here needs LangGraph.
 """
 
 from __future__ import annotations
@@ -25,18 +24,13 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["QUARANTINE_PREFIX", "checkpoint_thread_id", "quarantine_thread_id",
-           "scope_digest", "split_checkpoint_thread_id"]
+__all__ = ["checkpoint_thread_id", "scope_digest", "split_checkpoint_thread_id"]
 
 #: Domain separation: this digest of a scope key is of no use anywhere else.
 DIGEST_PREFIX = b"symfonic_django.thread-scope\x00"
 
 #: How a key starts: the scope's digest and a colon.
 KEY = re.compile(r"(?P<digest>[0-9a-f]{64}):(?P<thread_id>.*)", re.DOTALL)
-
-#: Where migration 0025 put checkpoints that a thread shared with another scope (see
-#: ``docs/langgraph.md``): no run reaches a thread id that starts this way.
-QUARANTINE_PREFIX = "quarantined:"
 
 
 def scope_digest(scope_key: str) -> str:
@@ -53,8 +47,3 @@ def split_checkpoint_thread_id(key: str) -> tuple[str, str] | None:
     """``(scope digest, caller's thread id)`` of a checkpointer key, or ``None`` if it is none."""
     match = KEY.fullmatch(key)
     return (match["digest"], match["thread_id"]) if match else None
-
-
-def quarantine_thread_id(scope_key: str, thread_id: str) -> str:
-    """Where a scope's checkpoints of a thread another scope owned were set aside."""
-    return QUARANTINE_PREFIX + checkpoint_thread_id(scope_key, thread_id)

@@ -850,18 +850,10 @@ def test_runs_are_searched_by_an_exact_session_thread_or_scope_not_by_substrings
     assert len(found("acme")) == 2
 
 
-def test_a_decision_carries_its_pauses_scope_and_the_migration_copies_it(users):
-    from importlib import import_module
-
-    from django.apps import apps
-
+def test_a_decision_carries_its_pauses_scope(users):
     answered, expired = refund_pause("globex"), refund_pause("acme")
     pauses.approve(answered.pk)
     Pause.objects.filter(pk=expired.pk).update(expires_at=timezone.now())
     pauses.expire_due()
-    assert {d.pause_id: d.scope_key for d in Decision.objects.all()} == {
-        answered.pk: "globex", expired.pk: "acme"}
-    Decision.objects.update(scope_key="")  # as they were before the column existed
-    import_module("symfonic_django.migrations.0011_decision_scope").copy_scope(apps, None)
     assert {d.pause_id: d.scope_key for d in Decision.objects.all()} == {
         answered.pk: "globex", expired.pk: "acme"}
