@@ -2,7 +2,9 @@
 
 Statuses are written only by the two state machines: ``runs.py`` (every run
 status, including the continuation a settled pause asks it for) and
-``pauses.py`` (every pause status). Everything else reads.
+``pauses.py`` (every pause status). Everything else reads. A check constraint holds
+each status column to its choices, so the database refuses any other value, whoever
+writes it.
 """
 
 from __future__ import annotations
