@@ -3,14 +3,15 @@
 Each key is declared once, below, as a ``Setting``: its default, what a valid
 value is (``check``), and whether it names dotted paths to import. Everything
 else is derived from these declarations: ``DEFAULTS``, ``IMPORT_STRINGS``, the
-system checks (``checks.py`` loops over them; an unknown key is an Error there)
+system checks (``checks/settings.py`` loops over them; an unknown key is an Error)
 and the values ``settings`` hands out (``settings.NOTIFY`` with its own keys'
 defaults filled in and its dotted path imported).
 
 Modelled on DRF's ``api_settings``: defaults in one place, dotted paths imported
 once and cached, and a reload on ``setting_changed`` so ``override_settings``
-works in tests. Unlike DRF, a bad value is not refused on first use: the checks
-report it at startup, with a hint. The callables a deployment plugs in are typed
+works in tests; removed keys name what replaced them (``REMOVED_SETTINGS``). Unlike
+DRF, which checks nothing else, every value is checked at startup by a system check,
+with a hint. The callables a deployment plugs in are typed
 by the ``Protocol`` classes of ``hooks.py``.
 """
 

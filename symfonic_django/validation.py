@@ -3,7 +3,7 @@
 Each ``Check`` takes a value and its setting's default and returns None, or a
 ``Problem``: the rest of the system check's message after ``SYMFONIC[...]['KEY']``,
 and its hint. A ``Relation`` checks one key against the others of its dict.
-``checks.py`` turns problems into Errors with their ids; this module only says
+``checks/settings.py`` turns problems into Errors with their ids; this module only says
 what is wrong, in words a deployer can act on.
 """
 
