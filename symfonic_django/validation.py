@@ -71,25 +71,22 @@ def agents(value: Any, default: Any) -> Problem | None:
             "For example {'refund': 'myapp.agents.refund_agent'}.")
 
 
-def positive(value: Any, default: Any) -> Problem | None:
-    if is_whole(value) and value > 0:
-        return None
-    return f" must be a positive integer, not {value!r}.", f"The default is {default}."
-
-
-def at_least(least: int) -> Check:
+def with_default_hint(valid: Callable[[Any], bool], must: str) -> Check:
+    """A check of ``valid``: else "must be <must>, not <value>", the default as the hint."""
     def check(value: Any, default: Any) -> Problem | None:
-        if is_whole(value) and value >= least:
-            return None
-        return (f" must be a whole number of at least {least}, not {value!r}.",
-                f"The default is {default}.")
+        return None if valid(value) else (f" must be {must}, not {value!r}.",
+                                          f"The default is {default}.")
     return check
 
 
-def seconds_above_0(value: Any, default: Any) -> Problem | None:
-    if is_number(value) and value > 0:
-        return None
-    return f" must be a number of seconds above 0, not {value!r}.", f"The default is {default}."
+positive = with_default_hint(lambda v: is_whole(v) and v > 0, "a positive integer")
+seconds_above_0 = with_default_hint(lambda v: is_number(v) and v > 0,
+                                    "a number of seconds above 0")
+
+
+def at_least(least: int) -> Check:
+    return with_default_hint(lambda v: is_whole(v) and v >= least,
+                             f"a whole number of at least {least}")
 
 
 def flag(hint: str) -> Check:
