@@ -21,9 +21,9 @@ from django.conf import settings as django_settings
 #: and a hint.
 Problem = tuple[str, str]
 #: ``(value, default) -> Problem | None``.
-Check = Callable[[Any, Any], "Problem | None"]
+Check = Callable[[Any, Any], Problem | None]
 #: ``(every value of the dict, defaults filled in) -> Problem | None``: a rule between keys.
-Relation = Callable[[Mapping[str, Any]], "Problem | None"]
+Relation = Callable[[Mapping[str, Any]], Problem | None]
 
 
 
