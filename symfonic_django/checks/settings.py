@@ -15,6 +15,7 @@ from django.core.checks import Error, Tags, register
 from django.utils.module_loading import import_string
 
 from ..conf import (
+    IMPORT_STRINGS,
     NOTIFY_SETTINGS,
     REMOVED_SETTINGS,
     SETTING_NAME,
@@ -29,7 +30,7 @@ from ..validation import is_http_url, is_webhook_secret
 #: The settings ``check_api_limits`` reports on; ``NOTIFY`` has ``check_notifications``.
 API_LIMITS = ("MAX_JSON_DEPTH", "TOKEN_FAILURE_LIMIT", "TOKEN_FAILURE_WINDOW", "THROTTLE_CACHE")
 #: The extension points (one dotted path each), checked in this order, then AGENTS.
-HOOKS = sorted(name for name, s in SETTINGS.items() if s.imports == "one")
+HOOKS = sorted(IMPORT_STRINGS)
 #: The plain values ``check_settings`` reports on, in their declared order.
 PLAIN = [name for name, s in SETTINGS.items()
          if not s.imports and s.keys is None and name not in API_LIMITS]
