@@ -221,6 +221,8 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         is already there (a re-run task's first writes win); a special write
         goes under its channel's negative index and replaces what is there.
         """
+        if not writes:
+            return
         thread_id, checkpoint_ns = namespace_of(config)
         checkpoint_id = config["configurable"]["checkpoint_id"]
         normal: dict[int, GraphCheckpointWrite] = {}

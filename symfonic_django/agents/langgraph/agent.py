@@ -129,7 +129,7 @@ class LangGraphAgent:
             if not _ran_before(state, continuation.run):
                 try:
                     resume = await resume_map(graph, config, state, continuation.answers,
-                                            self.args_schemas)
+                                              self.args_schemas)
                 except ResumeRefused as refusal:
                     yield TurnFailed(code=refusal.code, message=refusal_message(refusal))
                     return
