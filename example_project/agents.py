@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from symfonic_django import afenced, request_pause
-from symfonic_django.agents.base import Continuation, TurnContext
+from symfonic_django.agents import NewTurn, ResumedTurn
 from symfonic_django.events import (
     Event,
     MessageCompleted,
@@ -95,7 +95,7 @@ class RefundAgent:
         """The pieces of what the agent says once the refund is recorded."""
         return ["Refund ", f"of {args['amount']} ", f"on order {args['order_id']} ", "is done."]
 
-    async def start_typed(self, context: TurnContext, input: Any) -> AsyncGenerator[Event, None]:
+    async def start_typed(self, context: NewTurn, input: Any) -> AsyncGenerator[Event, None]:
         given = input if isinstance(input, dict) else {}
         args = {key: given[key] for key in ("order_id", "amount") if key in given}
         # The proposal is the input: refuse a bad one before saying anything about it.
@@ -106,7 +106,7 @@ class RefundAgent:
         await request_pause(kind="approval", idempotency_key="refund", prompt=prompt)
 
     async def continue_recovered_typed(
-        self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
+        self, continuation: ResumedTurn, *, prepared_plan: Any = None, event_guard: Any = None,
     ) -> AsyncGenerator[Event, None]:
         # The one proposed refund, with what was decided on it (docs/agents.md).
         [action] = continuation.actions
@@ -196,7 +196,7 @@ class ShippingAgent:
     ``{"carrier": "dhl" | "ups" | "fedex"}``, checked against the pause's schema.
     """
 
-    async def start_typed(self, context: TurnContext, input: Any) -> AsyncGenerator[Event, None]:
+    async def start_typed(self, context: NewTurn, input: Any) -> AsyncGenerator[Event, None]:
         order_id = input["order_id"]
         yield MessageCompleted(text=f"The replacement for order {order_id} is packed.")
         await request_pause(kind="question", idempotency_key="carrier", prompt={
@@ -205,7 +205,7 @@ class ShippingAgent:
         }, answer_schema=CARRIER_ANSWER_SCHEMA)
 
     async def continue_recovered_typed(
-        self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None,
+        self, continuation: ResumedTurn, *, prepared_plan: Any = None, event_guard: Any = None,
     ) -> AsyncGenerator[Event, None]:
         answer = continuation.answer
         if isinstance(answer, dict) and answer.get("carrier") in CARRIERS:

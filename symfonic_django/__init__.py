@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agents.base import AnsweredPause, ReviewedAction
+    from .agent_protocol import AnsweredPause, ReviewedAction
     from .binding import PauseBinding, current_run_binding
     from .continuation import HostContinuationFactory, HumanContinuationService, human_continuation
     from .exceptions import InteractionConfigurationError
@@ -32,8 +32,8 @@ _EXPORTS = {
     "request_pause": "turns", "HumanContinuationService": "continuation",
     "HostContinuationFactory": "continuation", "human_continuation": "continuation",
     "start_run": "runs", "retry": "runs", "fenced": "turns", "afenced": "turns",
-    "LeaseLost": "runs", "current_turn": "turns", "ReviewedAction": "agents.base",
-    "AnsweredPause": "agents.base", "mint_watch_ticket": "tokens",
+    "LeaseLost": "runs", "current_turn": "turns", "ReviewedAction": "agent_protocol",
+    "AnsweredPause": "agent_protocol", "mint_watch_ticket": "tokens",
 }
 
 

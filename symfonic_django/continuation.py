@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from asgiref.sync import sync_to_async
 
 from . import pauses, runs
-from .agents.base import Agent
+from .agent_protocol import Agent
 from .events import TurnFailed, aring
 from .exceptions import (
     InteractionConfigurationError,

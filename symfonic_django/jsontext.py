@@ -127,3 +127,8 @@ def refuse_unstorable(value: Any, what: str, refusal: type[SymfonicError]) -> No
     problem = unstorable(value)
     if problem:
         raise refusal(f"{what} contains {problem}, which cannot be stored.")
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON can store it (an object that is not JSON becomes its ``str``)."""
+    return json.loads(json.dumps(value, default=str))

@@ -12,17 +12,19 @@ measured both at 1,000,000 pauses):
   estimate is a plan, no scan.
 
 Besides these, only the LangGraph checkpoint saver's per-step statements are
-written as SQL (``checkpoint.py`` says why); there they are the one path, on
-every database. ``tests/test_admin.py`` proves on PostgreSQL that each read
-here returns what the portable path returns.
+written as SQL (``insert``, below; the ``checkpoint`` package says why); there
+they are the one path, on every database. ``tests/test_admin.py`` proves on
+PostgreSQL that each read here returns what the portable path returns.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from contextlib import nullcontext
+from typing import Any, Literal
 
-from django.db import connections, router
+from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
 from django.db.models import Field, Model, QuerySet
 
 
@@ -64,3 +66,85 @@ def planner_rows(queryset: QuerySet[Any]) -> int:
     if not plan:  # a queryset known to be empty (``.none()``) is never sent to be planned
         return 0
     return int(json.loads(plan)[0]["Plan"]["Plan Rows"])
+
+
+# --- statements written as SQL: the saver's upsert, and per-transaction settings -------------
+#
+# ``insert`` is the checkpoint saver's one statement per step (``checkpoint/``'s docstring
+# says why it is SQL). PostgreSQL and SQLite both run it, so it is the one path on every
+# database; ``tests/checkpoint/test_insert.py`` proves on PostgreSQL that it stores what
+# the ORM's ``bulk_create`` (conflicts ignored, or updated) stores.
+# ``set_local_timeout`` is PostgreSQL's alone; elsewhere it does nothing.
+
+
+def insert(using: str, rows: Sequence[Model], *, key: Sequence[str],
+           replace: Sequence[str] = ()) -> None:
+    """Insert ``rows`` (of one model) with ``INSERT ... ON CONFLICT``, one statement a batch.
+
+    A row whose ``key`` columns match a stored row's replaces that row's
+    ``replace`` columns or, with none given, is dropped. A statement is atomic
+    on its own, so this takes one round trip where ``bulk_create`` takes three
+    (it wraps every call in a transaction: BEGIN, INSERT, COMMIT), and skips
+    the ORM's query building, which costs more than the round trip here
+    (``bench/bench_checkpoint.py``). PostgreSQL and SQLite (3.24+) run the same
+    statement; each value is prepared by its field's ``get_db_prep_save``, as
+    Django prepares it for an insert.
+    """
+    model = type(rows[0])
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    fields = [
+        field for field in model._meta.get_fields()
+        if isinstance(field, Field) and field.concrete and not field.primary_key
+    ]
+    values = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    columns = [quote(_column(model, field.name)) for field in fields]
+    on_conflict = ", ".join(quote(_column(model, name)) for name in key)
+    if replace:
+        replaced = [quote(_column(model, name)) for name in replace]
+        action = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in replaced)
+    else:
+        action = "DO NOTHING"
+
+    def sql(count: int) -> str:
+        return (
+            f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(columns)})"
+            f" VALUES {', '.join([values] * count)} ON CONFLICT ({on_conflict}) {action}"
+        )
+
+    # Rows go in batches within SQLite's 999 parameters a statement; more than one
+    # batch is made one transaction.
+    per_statement = max(1, 999 // len(fields))
+    batches = [rows[i:i + per_statement] for i in range(0, len(rows), per_statement)]
+    with transaction.atomic(using=using) if len(batches) > 1 else nullcontext():
+        for batch in batches:
+            params = [
+                field.get_db_prep_save(getattr(row, field.attname), connection)
+                for row in batch for field in fields
+            ]
+            with connection.cursor() as cursor:
+                cursor.execute(sql(len(batch)), params)
+
+
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column is not None
+    return field.column
+
+
+#: The timeouts ``set_local_timeout`` sets: bounds on a transaction's waits.
+Timeout = Literal["idle_in_transaction_session_timeout", "lock_timeout"]
+
+
+def set_local_timeout(timeout: Timeout, milliseconds: int,
+                      using: str = DEFAULT_DB_ALIAS) -> None:
+    """On PostgreSQL, set ``timeout`` for the rest of the transaction (``SET LOCAL``).
+
+    Call it inside ``transaction.atomic()``: the setting ends with the
+    transaction. On every other database it does nothing.
+    """
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            # SET takes no bind parameters; the value is an integer formatted here.
+            cursor.execute(f"SET LOCAL {timeout} = '{int(milliseconds)}ms'")

@@ -40,6 +40,7 @@ from . import hitl, jsontext, signals
 from .conf import settings
 from .exceptions import InvalidRunInput, RunNotRetryable
 from .models import AnsweredVia, Pause, Run, RunRetry, RunStatus
+from .pg import set_local_timeout
 from .scopes import scope_key
 
 log = logging.getLogger(__name__)
@@ -249,11 +250,7 @@ def bound_fenced_transaction() -> None:
     effect's row locks for ever; about a lease later the server closes its
     session, and its late commit fails. Call it first in the fenced transaction.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            # SET takes no bind parameters; the value is an integer formatted here.
-            cursor.execute("SET LOCAL idle_in_transaction_session_timeout = "
-                           f"'{_lease_ms()}ms'")
+    set_local_timeout("idle_in_transaction_session_timeout", _lease_ms())
 
 
 def hold_lease(run_id: Any, epoch: int) -> None:
@@ -265,9 +262,7 @@ def hold_lease(run_id: Any, epoch: int) -> None:
     until the effect committed. On PostgreSQL the wait for the lock is bounded
     by about a lease.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{_lease_ms()}ms'")
+    set_local_timeout("lock_timeout", _lease_ms())
     held = (Run.objects.select_for_update()
             .filter(pk=run_id, status=RUNNING, epoch=epoch, lease_until__gt=timezone.now())
             .values_list("pk", flat=True))

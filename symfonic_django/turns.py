@@ -32,7 +32,7 @@ from django.db import connection, transaction
 
 from . import events as ev
 from . import hitl, pauses, runs
-from .agents.base import Agent, AnsweredPause, ReviewedAction
+from .agent_protocol import Agent, AnsweredPause, ReviewedAction
 from .binding import PauseBinding, RunIdentity, current_run_binding, run_context
 from .conf import settings
 from .exceptions import InteractionConfigurationError, InvalidProposal

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, assert_type
 
 import symfonic_django
-from symfonic_django.agents import Continuation
+from symfonic_django.agents import ResumedTurn
 from symfonic_django.models import Pause, Run
 from symfonic_django.turns import Fence
 
@@ -23,7 +23,7 @@ async def public_names_are_typed() -> None:
         assert_type(fence, Fence)
 
 
-def the_protocols_objects_are_typed(continuation: Continuation) -> None:
+def the_protocols_objects_are_typed(continuation: ResumedTurn) -> None:
     turn = symfonic_django.current_turn()
     assert_type(turn.run_id, str)
     assert_type(turn.root_run_id, str)

@@ -1,4 +1,4 @@
-"""The agent protocol the turn driver (``turns.py``) drives.
+"""The agent protocol the turn driver (``turns.py``) drives, and what an agent is handed.
 
 An agent is any object with two async-generator methods yielding typed events
 (``symfonic_django.events``). Inside either, ``await request_pause(...)``
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
-from .. import hitl
-from ..events import Event
-from ..models import Run
+from . import hitl
+from .events import Event
+from .models import Run
 
 #: The decision on an action of an approval pause that expired unanswered and resumed the
 #: turn (``ON_EXPIRE="resume"``); the others are the ``HITLResponse`` decision types.
@@ -99,14 +99,18 @@ class AnsweredPause:
         return tuple(actions)
 
 
-class TurnContext(Protocol):
-    """What a new turn's agent is handed (``turns.TurnContext`` is the implementation)."""
+class _TurnOfARun(Protocol):
+    """What every turn's agent is handed: its run, and the run's scope."""
 
     @property
     def run(self) -> Run: ...
 
     @property
     def scope(self) -> Any: ...
+
+
+class NewTurn(_TurnOfARun, Protocol):
+    """``start_typed``'s ``context``: the new turn (``turns.TurnContext`` implements it)."""
 
     @property
     def run_id(self) -> str: ...
@@ -115,20 +119,15 @@ class TurnContext(Protocol):
     def root_run_id(self) -> str: ...
 
 
-class Continuation(Protocol):
-    """What a resumed turn's agent is handed (``turns.Continuation`` is the implementation)."""
-
-    @property
-    def run(self) -> Run: ...
+class ResumedTurn(_TurnOfARun, Protocol):
+    """``continue_recovered_typed``'s ``continuation``: the resumed turn, the pauses that
+    stopped it and their answers (``turns.Continuation`` implements it)."""
 
     @property
     def paused_run_id(self) -> str: ...
 
     @property
     def answers(self) -> dict[str, Any]: ...
-
-    @property
-    def scope(self) -> Any: ...
 
     @property
     def answer(self) -> Any: ...
@@ -145,12 +144,12 @@ class Continuation(Protocol):
 
 @runtime_checkable
 class Agent(Protocol):
-    def start_typed(self, context: TurnContext, input: Any) -> AsyncGenerator[Event, None]:
+    def start_typed(self, context: NewTurn, input: Any) -> AsyncGenerator[Event, None]:
         """Run a new turn. ``input`` is the run's input."""
         ...
 
     def continue_recovered_typed(
-        self, continuation: Continuation, *, prepared_plan: Any = None, event_guard: Any = None
+        self, continuation: ResumedTurn, *, prepared_plan: Any = None, event_guard: Any = None
     ) -> AsyncGenerator[Event, None]:
         """Continue after the turn's pauses were resolved; ``continuation.answers`` has them."""
         ...
