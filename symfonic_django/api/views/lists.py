@@ -16,7 +16,7 @@ from .pagination import NewestFirstPagination
 from .schema import ERRORS
 
 M = TypeVar("M", bound=Model)
-V = TypeVar("V", bound=Callable[..., Any])
+VS = TypeVar("VS", bound="ListAndReadViewSet[Any]")
 
 #: Every list takes a page size.
 PAGE_SIZE = OpenApiParameter("page_size", int, description="At most 200.")
@@ -31,12 +31,18 @@ class ListAndReadViewSet(SymfonicAPIView, mixins.ListModelMixin, mixins.Retrieve
 
 
 def list_and_read(serializer: type[Serializer[Any]], filters: list[OpenApiParameter], *,
-                  listing: tuple[str, str], reading: tuple[str, str]) -> Callable[[V], V]:
-    """The schema of a ``ListAndReadViewSet``'s list, filtered by ``filters``, and read:
-    ``listing`` and ``reading`` are each a summary and a description."""
-    return extend_schema_view(
-        list=extend_schema(summary=listing[0], description=listing[1],
-                           parameters=[*filters, PAGE_SIZE],
-                           responses={200: serializer(many=True), **ERRORS}),
-        retrieve=extend_schema(summary=reading[0], description=reading[1],
-                               responses={200: serializer, **ERRORS}))
+                  listing: tuple[str, str], reading: tuple[str, str],
+                  ) -> Callable[[type[VS]], type[VS]]:
+    """A ``ListAndReadViewSet`` of ``serializer``: it lists (filtered by ``filters``) and
+    reads with it, and the schema says so; ``listing`` and ``reading`` are each a
+    summary and a description."""
+    def decorate(viewset: type[VS]) -> type[VS]:
+        viewset.serializer_class = serializer
+        described: type[VS] = extend_schema_view(
+            list=extend_schema(summary=listing[0], description=listing[1],
+                               parameters=[*filters, PAGE_SIZE],
+                               responses={200: serializer(many=True), **ERRORS}),
+            retrieve=extend_schema(summary=reading[0], description=reading[1],
+                                   responses={200: serializer, **ERRORS}))(viewset)
+        return described
+    return decorate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -23,7 +23,33 @@ from ..idempotency import idempotent
 from ..permissions import CanAnswerPauses
 from .base import accepted_resolution, read_body
 from .lists import ListAndReadViewSet, list_and_read
-from .schema import ACCEPTED, CLAIMED, IDEMPOTENCY_HEADER
+from .schema import CLAIMED, answer_schema, described
+
+if TYPE_CHECKING:
+    from rest_framework.decorators import ViewSetAction
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Who may answer or claim a pause: a login with the ``answer_pause`` permission.
+ANSWERING = [IsAuthenticated, CanAnswerPauses]
+
+
+def answering(serializer: type[Serializer[Any]],
+              summary: str) -> Callable[[F], ViewSetAction[F]]:
+    """A ``pauses/{id}/<name>/`` POST answering the pause with a ``serializer`` body."""
+    def decorate(view: F) -> ViewSetAction[F]:
+        return answer_schema(serializer, summary)(
+            action(detail=True, methods=["post"], permission_classes=ANSWERING)(view))
+    return decorate
+
+
+def claiming(summary: str) -> Callable[[F], ViewSetAction[F]]:
+    """A ``pauses/{id}/<name>/`` POST about the pause's claim, without a body."""
+    def decorate(view: F) -> ViewSetAction[F]:
+        return extend_schema(summary=summary, description=described(view), request=None,
+                             responses=CLAIMED)(
+            action(detail=True, methods=["post"], permission_classes=ANSWERING)(view))
+    return decorate
 
 
 @list_and_read(
@@ -43,8 +69,6 @@ from .schema import ACCEPTED, CLAIMED, IDEMPOTENCY_HEADER
              "exactly as an unknown id."))
 class PauseViewSet(ListAndReadViewSet[Pause]):
     """Pauses the caller may review, and the three ways to answer one."""
-
-    serializer_class = s.PauseSerializer
 
     def get_queryset(self) -> QuerySet[Pause]:
         qs = readable_pauses(self.request.user).select_related("answered_by")
@@ -87,43 +111,31 @@ class PauseViewSet(ListAndReadViewSet[Pause]):
 
         return idempotent(request, self._caller(), handle)
 
-    @extend_schema(
-        summary="Answer a pause in full",
-        description="Answer an approval with a `HITLResponse` (one decision per action request, "
-                    "each one its action allows: approve, edit, reject or respond) or a question "
-                    "with a value that fits its `answer_schema`. Needs the `answer_pause` "
-                    "permission. A pause answers once: a second answer is 409 "
-                    "`already_answered`. The 202 names the continuation run and its stream when "
-                    "this was the run's last pending pause, else they are null.",
-        request=s.AnswerRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    @answering(s.AnswerRequestSerializer, "Answer a pause in full")
     def answer(self, request: Request, pk: str | None = None) -> Response:
+        """Answer an approval with a `HITLResponse` (one decision per action request, each one
+        its action allows: approve, edit, reject or respond) or a question with a value that
+        fits its `answer_schema`. Needs the `answer_pause` permission. A pause answers once: a
+        second answer is 409 `already_answered`. The 202 names the continuation run and its
+        stream when this was the run's last pending pause, else they are null."""
         return self._transition(request, s.AnswerRequestSerializer, lambda pk, data, common:
                                 pauses.answer_pause(pk, data["answer"], **common))
 
-    @extend_schema(
-        summary="Approve every action of a pause",
-        description="Approve each action the agent proposed, with an optional `comment`. "
-                    "`edited_args` replaces the arguments of a pause with one action (checked "
-                    "against the action's `args_schema`), which records an edit. Needs the "
-                    "`answer_pause` permission; only for approvals (a question is 400 "
-                    "`invalid_answer`).",
-        request=s.ApproveRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    @answering(s.ApproveRequestSerializer, "Approve every action of a pause")
     def approve(self, request: Request, pk: str | None = None) -> Response:
+        """Approve each action the agent proposed, with an optional `comment`. `edited_args`
+        replaces the arguments of a pause with one action (checked against the action's
+        `args_schema`), which records an edit. Needs the `answer_pause` permission; only for
+        approvals (a question is 400 `invalid_answer`)."""
         return self._transition(request, s.ApproveRequestSerializer, lambda pk, data, common:
                                 pauses.approve(pk, comment=data.get("comment", ""),
                                                edited_args=data.get("edited_args"), **common))
 
-    @extend_schema(
-        summary="Reject every action of a pause",
-        description="Reject each action the agent proposed, with the optional `comment` as the "
-                    "message the agent reads; the agent continues knowing it was refused and "
-                    "performs none of them. Needs the `answer_pause` permission; only for "
-                    "approvals.",
-        request=s.RejectRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    @answering(s.RejectRequestSerializer, "Reject every action of a pause")
     def reject(self, request: Request, pk: str | None = None) -> Response:
+        """Reject each action the agent proposed, with the optional `comment` as the message the
+        agent reads; the agent continues knowing it was refused and performs none of them. Needs
+        the `answer_pause` permission; only for approvals."""
         return self._transition(request, s.RejectRequestSerializer, lambda pk, data, common:
                                 pauses.reject(pk, comment=data.get("comment", ""), **common))
 
@@ -136,24 +148,17 @@ class PauseViewSet(ListAndReadViewSet[Pause]):
                          "claimed_by": holder.get_username() if holder is not None else None,
                          "claimed_until": held.claimed_until})
 
-    @extend_schema(
-        summary="Claim a pause: tell other reviewers you are reviewing it",
-        description="Marks the pause as being reviewed by the caller until `CLAIM_SECONDS` from "
-                    "now (other reviewers' pages say \"Being reviewed by alice\"); the holder "
-                    "claims again to extend it. A claim informs, it locks nothing: anyone who "
-                    "may answer still can. Needs the `answer_pause` permission. Refused with "
-                    "409 `claimed` while another reviewer's claim has not lapsed, and for a "
-                    "closed pause (409 `already_answered`, 410 `expired`). Audited.",
-        request=None, responses=CLAIMED)
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    @claiming("Claim a pause: tell other reviewers you are reviewing it")
     def claim(self, request: Request, pk: str | None = None) -> Response:
+        """Marks the pause as being reviewed by the caller until `CLAIM_SECONDS` from now (other
+        reviewers' pages say "Being reviewed by alice"); the holder claims again to extend it. A
+        claim informs, it locks nothing: anyone who may answer still can. Needs the
+        `answer_pause` permission. Refused with 409 `claimed` while another reviewer's claim has
+        not lapsed, and for a closed pause (409 `already_answered`, 410 `expired`). Audited."""
         return self._claim(pauses.claim)
 
-    @extend_schema(
-        summary="Release your claim on a pause",
-        description="Ends the caller's claim before it lapses. Refused with 409 `not_claimed` "
-                    "when the caller holds no live claim on it. Audited.",
-        request=None, responses=CLAIMED)
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, CanAnswerPauses])
+    @claiming("Release your claim on a pause")
     def release(self, request: Request, pk: str | None = None) -> Response:
+        """Ends the caller's claim before it lapses. Refused with 409 `not_claimed` when the
+        caller holds no live claim on it. Audited."""
         return self._claim(pauses.release)

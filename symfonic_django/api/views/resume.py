@@ -6,7 +6,6 @@ import hashlib
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,7 +27,7 @@ from .. import serializers as s
 from ..idempotency import idempotent
 from ..throttling import FailedTokenAttempts, ResumeThrottle
 from .base import SymfonicAPIView, accepted_resolution, read_body
-from .schema import ACCEPTED, IDEMPOTENCY_HEADER
+from .schema import answer_schema
 
 #: Refusals of ``resume/`` that say the token is no good (not the answer, not the pause's
 #: state): each counts against the pause the token names (``FailedTokenAttempts``).
@@ -60,15 +59,13 @@ class ResumeView(SymfonicAPIView):
     throttle_classes = [ResumeThrottle]
     throttle_scope = "symfonic_resume"
 
-    @extend_schema(
-        summary="Answer a pause with its signed token",
-        description="The pause's signed, single-use token is the credential: no login is "
-                    "needed (one that is sent is recorded as the one who answered). The answer "
-                    "is as for `pauses/{id}/answer/`. A bad, expired or foreign token is "
-                    "refused and changes nothing; rate limited per client (429 `throttled`). "
-                    "The pause's `scope` in the 202 is null unless the caller may review it.",
-        request=s.ResumeRequestSerializer, responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])
+    @answer_schema(s.ResumeRequestSerializer, "Answer a pause with its signed token")
     def post(self, request: Request) -> Response:
+        """The pause's signed, single-use token is the credential: no login is needed (one that
+        is sent is recorded as the one who answered). The answer is as for
+        `pauses/{id}/answer/`. A bad, expired or foreign token is refused and changes nothing;
+        rate limited per client (429 `throttled`). The pause's `scope` in the 202 is null unless
+        the caller may review it."""
         data = read_body(s.ResumeRequestSerializer, request)
         token, answer = data["token"], data["answer"]
         attempts = FailedTokenAttempts(token)

@@ -45,8 +45,6 @@ RUN_TEXT_FILTERS = {"agent": 100, "session_id": 200, "thread_id": 200}
 class RunViewSet(ListAndReadViewSet[Run]):
     """List turns, start one, read one, and read its stored events."""
 
-    serializer_class = s.RunSerializer
-
     def get_queryset(self) -> QuerySet[Run]:
         runs = readable_runs(self.request.user)
         # The filters are the list's; a run read by id is found whatever the query says.

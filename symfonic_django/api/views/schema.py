@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.serializers import Serializer
 
 from .. import serializers as s
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, text in {
     400: "invalid_answer or invalid_request", 401: "not_authenticated",
@@ -27,3 +33,17 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
                 "the original 202; while the first is in flight, 409 idempotency_in_progress; "
                 "with another body or path, 422 idempotency_key_reused.")
 
+
+
+def described(view: Callable[..., Any]) -> str:
+    """An endpoint's description: its view's docstring, on one line."""
+    return " ".join((view.__doc__ or "").split())
+
+
+def answer_schema(serializer: type[Serializer[Any]], summary: str) -> Callable[[F], F]:
+    """The schema of an endpoint answering a pause: a ``serializer`` body, an optional
+    ``Idempotency-Key``, the 202 or an error; described by the view's docstring."""
+    def decorate(view: F) -> F:
+        return extend_schema(summary=summary, description=described(view), request=serializer,
+                             responses=ACCEPTED, parameters=[IDEMPOTENCY_HEADER])(view)
+    return decorate
