@@ -24,7 +24,7 @@ The settings, their protocols and what leaving them unset means:
 - ``NOTIFY["REVIEWER_EMAILS"]``: ``ReviewerEmails`` (None: no email)
 
 ``AGENTS`` maps names to ``agent_for(scope) -> Agent`` factories (sync or async):
-``agents.base`` has the ``Agent`` protocol they return.
+``agent_protocol`` has the ``Agent`` protocol they return.
 """
 
 from __future__ import annotations

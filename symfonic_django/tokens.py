@@ -207,6 +207,14 @@ def mint_watch_ticket(run: Any, *, user: Any = None, pause_id: Any = None) -> st
     return ticket
 
 
+def _are_ticket_claims(values: Any) -> bool:
+    """Whether ``values`` are a ticket's four claims: texts a column can store, the first
+    two (the root run and the run) ids."""
+    return (isinstance(values, list) and len(values) == 4
+            and all(isinstance(v, str) and v and not _UNSTORABLE.search(v) for v in values)
+            and _is_id(values[0]) and _is_id(values[1]))
+
+
 def read_watch_ticket(ticket: Any, *, max_age: int = TICKET_MAX_AGE) -> WatchTicket | None:
     """The claims of a ticket this deployment issued within ``max_age`` seconds; ``None``
     for anything else (malformed, oversized, tampered, expired, or not a ticket)."""
@@ -216,9 +224,7 @@ def read_watch_ticket(ticket: Any, *, max_age: int = TICKET_MAX_AGE) -> WatchTic
         values = _ticket_signer().unsign_object(ticket, max_age=max_age)
     except (signing.BadSignature, ValueError, UnicodeDecodeError):
         return None
-    if not (isinstance(values, list) and len(values) == 4
-            and all(isinstance(v, str) and v and not _UNSTORABLE.search(v) for v in values)
-            and _is_id(values[0]) and _is_id(values[1])):
+    if not _are_ticket_claims(values):
         return None
     root_run_id, run_id, kind, subject = values
     if kind == _TICKET_USER:

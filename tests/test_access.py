@@ -168,7 +168,7 @@ def test_revoking_a_starter_closes_its_ticket_socket_before_the_next_token(
         users, monkeypatch, revoke, code):
     """Revocation reaches a socket already open with a ticket at its next event, and the
     token that event would have carried is never sent."""
-    monkeypatch.setattr(consumers, "ACCESS_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(consumers.stream, "ACCESS_RECHECK_SECONDS", 0.0)
     sam = member("sam", "start_run")
     run, pause, ticket = started_refund(sam)
     later = pauses.approve(pause.pk, actor=named("alice")).continuation  # same tree, queued

@@ -179,7 +179,7 @@ def test_a_page_holds_at_most_page_events_however_small(tenants):
 def test_an_event_larger_than_a_page_is_still_sent_one_per_connection(tenants, monkeypatch):
     from symfonic_django import consumers
 
-    monkeypatch.setattr(consumers, "PAGE_BYTES", 1000)
+    monkeypatch.setattr(consumers.stream, "PAGE_BYTES", 1000)
     cont = stored_stream(3, text="x" * 2000)
     seen, codes, connections = follow(cont.pk, superuser())
     assert [len(events) for events in connections] == [1, 1, 1, 1] and codes[-1] == 1000
@@ -217,7 +217,7 @@ def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
     from symfonic_django import consumers
     from symfonic_django.runs import start_run
 
-    monkeypatch.setattr(consumers, "PAGE_EVENTS", 2)
+    monkeypatch.setattr(consumers.stream, "PAGE_EVENTS", 2)
     run = start_run("echo", {}, scope="acme", dispatch=False)
 
     live, code = watch_while_it_runs(run)
@@ -255,7 +255,7 @@ def test_a_socket_past_the_end_of_a_live_run_waits_then_closes_1000_after_the_te
             return None
 
         monkeypatch.setattr(events, "aring", silent)
-        monkeypatch.setattr(consumers, "POLL_INTERVAL", 0.05)
+        monkeypatch.setattr(consumers.stream, "POLL_INTERVAL", 0.05)
     run = start_run("echo", {}, scope="acme", dispatch=False)
 
     async def go():
@@ -353,7 +353,7 @@ def test_revoking_a_reviewer_closes_their_open_socket_at_the_next_event(
     from symfonic_django import consumers
     from symfonic_django.events import MessageDelta, append, aring
 
-    monkeypatch.setattr(consumers, "ACCESS_RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(consumers.stream, "ACCESS_RECHECK_SECONDS", 0.0)
     dave = get_user_model().objects.create_user("dave", is_staff=True)
     dave.user_permissions.add(Permission.objects.get(codename="view_run"))  # a reader of acme
     Membership.objects.create(user=dave, tenant=tenants["acme"])

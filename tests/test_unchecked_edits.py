@@ -43,7 +43,7 @@ def test_an_action_whose_schema_the_form_cannot_draw_gets_the_json_editor_withou
 
 def test_request_pause_warns_once_per_agent_of_an_approval_without_a_schema(
         tenants, caplog, monkeypatch):
-    monkeypatch.setattr(turns, "_warned_unchecked", set())
+    monkeypatch.setattr(turns.pausing, "_warned_unchecked", set())
     with caplog.at_level(logging.WARNING, logger="symfonic_django.turns"):
         for agent in ("siblings", "siblings", "echo"):  # echo's approval has a schema
             assert execute_run(start_run(agent, {}, scope="acme", dispatch=False).pk) == "paused"

@@ -59,6 +59,26 @@ def error_response(code: str, detail: str, status: int,
                     headers=headers)
 
 
+def _drf_response(exc: Exception, status: int, code: str) -> Response:
+    """The pinned body of one of DRF's (or Django's ``Http404``) refusals, with its headers."""
+    headers: dict[str, str] = {}
+    # ``Throttled.wait`` is set by DRF's constructor (DRF's own handler reads it the
+    # same way); djangorestframework-stubs do not declare it.
+    wait = getattr(exc, "wait", None)
+    if isinstance(exc, drf.Throttled) and wait is not None:
+        headers["Retry-After"] = str(int(wait))
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    detail = getattr(exc, "detail", None) or str(exc) or code.replace("_", " ")
+    if isinstance(exc, Http404):
+        detail = "Not found."
+    detail = _sentence(detail)
+    if isinstance(exc, drf.ValidationError):
+        detail = f"The request body is invalid: {detail}"
+    return error_response(code, detail, status, headers)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     # As DRF's own handler does: a request under ATOMIC_REQUESTS writes nothing it refused.
     set_rollback()
@@ -67,22 +87,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return error_response(exc.code, exc.detail, exc.status, retry)
     for cls, status, code in _DRF_CODES:
         if isinstance(exc, cls):
-            headers: dict[str, str] = {}
-            # ``Throttled.wait`` is set by DRF's constructor (DRF's own handler reads it the
-            # same way); djangorestframework-stubs do not declare it.
-            wait = getattr(exc, "wait", None)
-            if isinstance(exc, drf.Throttled) and wait is not None:
-                headers["Retry-After"] = str(int(wait))
-            auth_header = getattr(exc, "auth_header", None)
-            if auth_header:
-                headers["WWW-Authenticate"] = auth_header
-            detail = getattr(exc, "detail", None) or str(exc) or code.replace("_", " ")
-            if isinstance(exc, Http404):
-                detail = "Not found."
-            detail = _sentence(detail)
-            if isinstance(exc, drf.ValidationError):
-                detail = f"The request body is invalid: {detail}"
-            return error_response(code, detail, status, headers)
+            return _drf_response(exc, status, code)
     if isinstance(exc, RequestDataTooBig):
         return error_response("payload_too_large", "The request body is larger than this "
                               "deployment accepts (DATA_UPLOAD_MAX_MEMORY_SIZE).", 413)
