@@ -16,7 +16,7 @@ from .. import hitl
 from ..models import Decision, TurnEvent
 from ..scopes import VIEW_PAUSE_PERMISSION, VIEW_RUN_PERMISSION
 from .base import ScopedReadOnlyAdmin
-from .display import SUMMARY_CHARS, admin_link, json_block, summarize, time_field
+from .display import SUMMARY_CHARS, admin_link, json_field, link_field, summarize, time_field
 from .filters import EventTypeFilter, ScopeFilter
 from .transcript import event_summary
 
@@ -33,6 +33,8 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
     fields = ("run_link", "seq", "type", "data_json", "created")
     readonly_fields = ("run_link", "data_json", "created")
     created = time_field("created_at", gettext_lazy("created at"))
+    run_link = link_field("run", gettext_lazy("run"))
+    data_json = json_field("data", gettext_lazy("data"))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # The listed rows' runs in one query: joined, a deep page read every skipped
@@ -47,13 +49,6 @@ class TurnEventAdmin(ScopedReadOnlyAdmin):
     def summary(self, obj: TurnEvent) -> str:
         return Truncator(event_summary(obj)).chars(SUMMARY_CHARS)
 
-    @admin.display(description=gettext_lazy("run"))
-    def run_link(self, obj: TurnEvent) -> str:
-        return admin_link(obj.run)
-
-    @admin.display(description=gettext_lazy("data"))
-    def data_json(self, obj: TurnEvent) -> str:
-        return json_block(obj.data)
 
 
 @admin.register(Decision)
@@ -67,6 +62,7 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
               "created")
     readonly_fields = ("pause_link", "who", "edits", "answer_json", "created")
     created = time_field("created_at", gettext_lazy("created at"))
+    answer_json = json_field("answer", gettext_lazy("answer"))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # Fetched for the listed rows only, in one query each: joined, a deep page read
@@ -84,10 +80,6 @@ class DecisionAdmin(ScopedReadOnlyAdmin):
     @admin.display(description=gettext_lazy("pause"))
     def pause_link(self, obj: Decision) -> str:
         return admin_link(obj.pause, summarize(obj.pause))
-
-    @admin.display(description=gettext_lazy("answer"))
-    def answer_json(self, obj: Decision) -> str:
-        return json_block(obj.answer)
 
     @admin.display(description=gettext_lazy("edited"))
     def edits(self, obj: Decision) -> str:

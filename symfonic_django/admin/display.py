@@ -188,6 +188,27 @@ def time_field(field: str, description: Any) -> Callable[[Any, Any], str]:
     return show
 
 
+def _field_shown(render: Callable[[Any], str], field: str, description: Any
+                 ) -> Callable[[Any, Any], str]:
+    @admin.display(description=description)
+    def show(model_admin: Any, obj: Any) -> str:
+        return render(getattr(obj, field))
+
+    return show
+
+
+def json_field(field: str, description: Any) -> Callable[[Any, Any], str]:
+    """A read-only field that shows the JSON ``field`` as a block (``json_block``).
+    Assign it on the admin: ``input_json = json_field("input", ...)``."""
+    return _field_shown(json_block, field, description)
+
+
+def link_field(field: str, description: Any) -> Callable[[Any, Any], str]:
+    """A read-only field that links to the row ``field`` refers to (``admin_link``).
+    Assign it on the admin: ``run_link = link_field("run", ...)``."""
+    return _field_shown(admin_link, field, description)
+
+
 def badge(status: str, label: str) -> str:
     """A status as a coloured badge (the class says which colour)."""
     return format_html('<span class="symfonic-status symfonic-status-{}">{}</span>', status, label)

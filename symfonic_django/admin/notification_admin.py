@@ -19,7 +19,7 @@ from ..exceptions import SymfonicError
 from ..models import AnsweredVia, NotificationDelivery
 from .base import ScopedReadOnlyAdmin, with_uuid_search
 from .bulk import report_bulk
-from .display import SUMMARY_CHARS, admin_link, badge, json_block, time_field
+from .display import SUMMARY_CHARS, badge, json_field, link_field, time_field
 from .filters import FixedChoicesFilter, ScopeFilter
 
 #: Operators with it may deliver a notification again.
@@ -57,6 +57,9 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
     created = time_field("created_at", gettext_lazy("created at"))
     next_attempt = time_field("next_attempt_at", gettext_lazy("next attempt at"))
     delivered = time_field("delivered_at", gettext_lazy("delivered at"))
+    run_link = link_field("run", gettext_lazy("run"))
+    pause_link = link_field("pause", gettext_lazy("pause"))
+    payload_json = json_field("payload", gettext_lazy("payload"))
 
     def has_redeliver_permission(self, request: HttpRequest) -> bool:
         """The ``symfonic_django.redeliver_notification`` permission (scope: the queryset)."""
@@ -94,18 +97,6 @@ class NotificationDeliveryAdmin(ScopedReadOnlyAdmin):
     @admin.display(description=gettext_lazy("last error"))
     def error_summary(self, obj: NotificationDelivery) -> str:
         return Truncator(obj.last_error).chars(SUMMARY_CHARS) if obj.last_error else "—"
-
-    @admin.display(description=gettext_lazy("run"))
-    def run_link(self, obj: NotificationDelivery) -> str:
-        return admin_link(obj.run)
-
-    @admin.display(description=gettext_lazy("pause"))
-    def pause_link(self, obj: NotificationDelivery) -> str:
-        return admin_link(obj.pause)
-
-    @admin.display(description=gettext_lazy("payload"))
-    def payload_json(self, obj: NotificationDelivery) -> str:
-        return json_block(obj.payload)
 
     @admin.display(description=gettext_lazy("attempts made"))
     def attempts_table(self, obj: NotificationDelivery) -> str:

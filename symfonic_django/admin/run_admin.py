@@ -21,7 +21,7 @@ from ..scopes import VIEW_PAUSE_PERMISSION
 from ..viewer import viewer_url
 from .base import ScopedReadOnlyAdmin, readable_scopes, with_uuid_search
 from .bulk import report_bulk
-from .display import admin_link, badge, json_block, summarize, time_field
+from .display import admin_link, badge, json_field, link_field, summarize, time_field
 from .filters import AgentFilter, ScopeFilter
 from .transcript import events_table
 
@@ -53,6 +53,11 @@ class RunAdmin(ScopedReadOnlyAdmin):
     started = time_field("started_at", gettext_lazy("started at"))
     finished = time_field("finished_at", gettext_lazy("finished at"))
     lease = time_field("lease_until", gettext_lazy("lease until"))
+    parent_link = link_field("parent", gettext_lazy("parent run"))
+    resumed_from_link = link_field("resumed_from", gettext_lazy("resumed from pause"))
+    input_json = json_field("input", gettext_lazy("input"))
+    output_json = json_field("output", gettext_lazy("output"))
+    error_json = json_field("error", gettext_lazy("error"))
 
     def has_retry_permission(self, request: HttpRequest) -> bool:
         """The ``symfonic_django.retry_run`` permission (scope is narrowed by the queryset)."""
@@ -127,26 +132,6 @@ class RunAdmin(ScopedReadOnlyAdmin):
     @admin.display(description=gettext_lazy("root run"))
     def root_link(self, obj: Run) -> str:
         return _("this run") if obj.root_id in (None, obj.pk) else admin_link(obj.root)
-
-    @admin.display(description=gettext_lazy("parent run"))
-    def parent_link(self, obj: Run) -> str:
-        return admin_link(obj.parent)
-
-    @admin.display(description=gettext_lazy("resumed from pause"))
-    def resumed_from_link(self, obj: Run) -> str:
-        return admin_link(obj.resumed_from)
-
-    @admin.display(description=gettext_lazy("input"))
-    def input_json(self, obj: Run) -> str:
-        return json_block(obj.input)
-
-    @admin.display(description=gettext_lazy("output"))
-    def output_json(self, obj: Run) -> str:
-        return json_block(obj.output)
-
-    @admin.display(description=gettext_lazy("error"))
-    def error_json(self, obj: Run) -> str:
-        return json_block(obj.error)
 
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False,
                            change: bool = False, form_url: str = "", obj: Any = None
