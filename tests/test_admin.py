@@ -25,6 +25,8 @@ from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Membership, Refund, Tenant
 from symfonic_django import admin as symfonic_admin
 from symfonic_django import hitl, pauses, pg
+from symfonic_django.admin import bulk as admin_bulk
+from symfonic_django.admin import pagination
 from symfonic_django.binding import PauseBinding
 from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import (
@@ -253,7 +255,7 @@ def rows(model: Any, n: int) -> None:
 def test_changelist_makes_the_same_queries_for_5_rows_as_for_50(users, model, who, monkeypatch,
                                                                 django_assert_num_queries):
     # On PostgreSQL 50 rows are then past the exact count's limit, and 5 are not.
-    monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 10)
+    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
     client = login(who)
     rows(model, 5)
     client.get(listing(model))  # the session and permission caches, as on any later page
@@ -355,7 +357,7 @@ def test_a_list_within_the_limit_shows_its_exact_count(users):
 
 @pytest.mark.postgres
 def test_past_the_limit_a_list_shows_the_planners_estimate_and_says_so(users, monkeypatch):
-    monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 10)
+    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
     for i in range(40):
         bare_pause("acme" if i % 2 else "globex")
     analyze(Pause)
@@ -759,7 +761,7 @@ def test_a_reason_that_cannot_be_stored_is_refused_on_the_page_and_changes_nothi
 
 
 def test_a_bulk_decision_over_the_limit_is_refused_and_changes_nothing(users, monkeypatch):
-    monkeypatch.setattr(symfonic_admin, "BULK_LIMIT", 2)
+    monkeypatch.setattr(admin_bulk, "BULK_LIMIT", 2)
     selected = [refund_pause("acme", order=f"ACME-{i}") for i in range(3)]
     response = bulk(login("alice"), "approve_selected", selected, post="yes")
     assert any(level == "error" and "at most 2 pauses" in text

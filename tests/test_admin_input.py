@@ -353,10 +353,11 @@ def test_pages_reach_no_deeper_than_the_exact_count_limit(users, monkeypatch):
     """A deep page costs every row before it; past EXACT_COUNT_UP_TO rows a reviewer filters
     or searches, and a deeper ?p= is out of range like any page past the end."""
     from symfonic_django import admin as symfonic_admin
+    from symfonic_django.admin import pagination
 
     for _ in range(7):
         bare_pause("acme")
-    monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 4)
+    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 4)
     monkeypatch.setattr(symfonic_admin.PauseAdmin, "list_per_page", 2)
     admin = login("admin")
     last = admin.get(f"{changelist('pause')}?p=2")

@@ -22,9 +22,8 @@ from django.utils import timezone
 
 from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Membership, Tenant
-from symfonic_django import admin as symfonic_admin
 from symfonic_django import pauses
-from symfonic_django.admin import InboxTab, PauseAdmin
+from symfonic_django.admin import InboxTab, PauseAdmin, pagination
 from symfonic_django.models import Pause, PauseKind, PauseStatus
 
 from .test_admin import bare_pause, login, refund_pause
@@ -171,7 +170,7 @@ def rows_in_acme(n: int) -> None:
 def test_the_inbox_makes_the_same_queries_for_5_rows_as_for_50(users, who, monkeypatch,
                                                              django_assert_num_queries):
     # On PostgreSQL 50 rows are then past the exact count's limit, and 5 are not.
-    monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 10)
+    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
     client = login(who)
     rows_in_acme(5)
     client.get(reverse(INBOX))  # the session and permission caches, as on any later page
@@ -187,7 +186,7 @@ def test_the_inbox_makes_the_same_queries_for_5_rows_as_for_50(users, who, monke
 
 
 def test_counts_never_read_more_rows_than_the_limit(users, monkeypatch):
-    monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 10)
+    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
     rows_in_acme(12)
     with CaptureQueriesContext(connection) as captured:
         response = inbox("alice")
@@ -203,7 +202,7 @@ def test_counts_never_read_more_rows_than_the_limit(users, monkeypatch):
 
 @pytest.mark.postgres
 def test_past_the_limit_the_count_is_the_planners_estimate(users, monkeypatch):
-    monkeypatch.setattr(symfonic_admin, "EXACT_COUNT_UP_TO", 10)
+    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
     rows_in_acme(40)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE symfonic_django_pause")
