@@ -24,13 +24,13 @@ from django.template.base import Lexer, TokenType
 from django.test import Client
 from django.urls import reverse
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Tenant
 from symfonic_django.models import Pause
 from symfonic_django.viewer import viewer_url
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_users
 
+from .admin_pages import login, messages_of, refund_pause
 from .conftest import need
-from .test_admin import login, messages_of, refund_pause
 
 APP = Path(__file__).resolve().parent.parent / "symfonic_django"
 FRENCH = {"HTTP_ACCEPT_LANGUAGE": "fr"}
