@@ -118,7 +118,7 @@ else:
 # The API's rate limits are counted in the default cache: shared by every process on Redis.
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": REDIS_URL, "KEY_PREFIX": "symfonic-example"}}
+                          "LOCATION": REDIS_URL, "KEY_PREFIX": "symfonic-tests"}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -22,6 +22,7 @@ from .stack import Stack, database_url
 
 T = TypeVar("T")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
 #: Debian's Chromium unless CHROMIUM names another (scripts/chromium.sh).
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
