@@ -7,7 +7,7 @@ starts them).
 It creates the database ``symfonic_bench`` (dropped first if a crashed run left
 it, dropped again at the end), migrates it, and starts Celery on the Redis
 broker ``redis://127.0.0.1:6379/11`` with two worker processes: by default
-``celery -A example_project worker --concurrency 2``, as a deployment runs it
+``celery -A tests.testapp worker --concurrency 2``, as a deployment runs it
 on this two-core machine (prefork: a parent hands each task to one of two child
 processes); ``--pool solo`` starts two ``--pool solo`` workers instead, which
 run tasks in the process that fetched them, the stricter comparison. Settings
@@ -100,7 +100,7 @@ def start_workers(processes: int, pool: str, log_dir: str) -> list[tuple[subproc
         log = Path(log_dir) / f"worker{i}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [celery, "-A", "example_project", "worker", *options,
+                [celery, "-A", "tests.testapp", "worker", *options,
                  "-I", "bench.baseline_tasks", "-Q", IDLE_QUEUE, "-l", "warning",
                  "--without-gossip", "--without-mingle", "--without-heartbeat"],
                 cwd=ROOT, env=ENV, stdout=out, stderr=subprocess.STDOUT,
@@ -186,8 +186,6 @@ def run_rounds(args: argparse.Namespace, workers: list) -> int:
     from django.utils import timezone
 
     from bench.baseline_tasks import baseline_continuation
-    from example_project.celery import app
-    from example_project.shop.models import Tenant
     from symfonic_django.models import (
         AnsweredVia,
         Pause,
@@ -197,6 +195,8 @@ def run_rounds(args: argparse.Namespace, workers: list) -> int:
         RunStatus,
     )
     from symfonic_django.tasks import run_continuation
+    from tests.testapp.celery import app
+    from tests.testapp.models import Tenant
 
     Tenant.objects.get_or_create(slug="acme", defaults={"name": "Acme"})
 

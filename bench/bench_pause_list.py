@@ -141,8 +141,8 @@ def load_pauses(first: int, last: int, scopes: list[str], answerers: list[int]) 
     """Pauses ``first``..``last`` of the series (and their runs), then VACUUM ANALYZE."""
     from django.db import connection, transaction
 
-    from example_project.agents import REFUND_ARGS_SCHEMA
     from symfonic_django.models import Pause, Run
+    from tests.testapp.agents import REFUND_ARGS_SCHEMA
 
     params = {"first": first, "last": last, "scopes": scopes, "scope_count": len(scopes),
               "answerers": answerers, "args_schema": json.dumps(REFUND_ARGS_SCHEMA)}
@@ -242,8 +242,8 @@ def bench_urls() -> None:
     from django.urls import clear_url_caches, path
     from rest_framework.authtoken.models import Token
 
-    from example_project import urls
     from symfonic_django.scopes import reviewer_scope_keys
+    from tests.testapp import urls
 
     def admin_bare(request: HttpRequest) -> HttpResponse:
         if not request.user.is_authenticated:
@@ -375,9 +375,9 @@ def run(rounds: int, only: str = "", sizes: tuple[int, ...] = SIZES) -> list[dic
     from django.core.management import call_command
     from django.test import Client
 
-    from example_project.shop.management.commands.seed_demo import seed_users
-    from example_project.shop.models import Tenant
     from symfonic_django.scopes import reviewer_scope_keys
+    from tests.testapp.models import Tenant
+    from tests.testapp.seed import seed_users
 
     call_command("migrate", verbosity=0, interactive=False)
     tokens = seed_users()

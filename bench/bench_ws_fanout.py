@@ -6,7 +6,7 @@ three minutes).
 
 The same deployment as ``bench/bench_ws_latency.py``: database
 ``symfonic_bench_ws`` (dropped first and at the end), a private Redis, two
-Celery workers, a daphne serving ``example_project.asgi:application`` and one
+Celery workers, a daphne serving ``tests.testapp.asgi:application`` and one
 serving the bare consumer of ``bench/ws_baseline.py``, with the example's database
 connections as a deployment keeps them. Each side's watchers
 all connect first (ours: with the watch ticket; each has received
@@ -113,13 +113,13 @@ def main() -> int:
 def measure(args: argparse.Namespace, stack: Stack, bare_port: int, log_dir: Path) -> int:
     from django.contrib.auth import get_user_model
 
-    from example_project.celery import app
-    from example_project.shop.management.commands.seed_demo import seed_users
     from symfonic_django.models import Pause, TurnEvent
     from symfonic_django.pauses import approve
     from symfonic_django.runs import start_run
     from symfonic_django.tokens import mint_watch_ticket
     from symfonic_django.turns import execute_run
+    from tests.testapp.celery import app
+    from tests.testapp.seed import seed_users
 
     seed_users()
     alice = get_user_model().objects.get(username="alice")  # a reader of acme

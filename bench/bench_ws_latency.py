@@ -6,7 +6,7 @@ three minutes).
 
 It creates the database ``symfonic_bench_ws`` (dropped first and at the end),
 starts a private ``redis-server`` on a free port, two Celery worker processes
-(``--pool solo``), a daphne serving ``example_project.asgi:application`` and a
+(``--pool solo``), a daphne serving ``tests.testapp.asgi:application`` and a
 second daphne serving the bare consumer of ``bench/ws_baseline.py``, all on
 that Redis (broker and channel layer) with ``bench.ws_settings``, and database
 connections as the example deploys them (a small pool in daphne,
@@ -138,13 +138,13 @@ def measure(args: argparse.Namespace, stack: Stack, bare_port: int) -> int:
     from django.contrib.auth import get_user_model
     from websockets.asyncio.client import connect
 
-    from example_project.celery import app
-    from example_project.shop.management.commands.seed_demo import seed_users
     from symfonic_django.models import AnsweredVia, Pause, TurnEvent
     from symfonic_django.pauses import approve
     from symfonic_django.runs import start_run
     from symfonic_django.tokens import mint_watch_ticket
     from symfonic_django.turns import execute_run
+    from tests.testapp.celery import app
+    from tests.testapp.seed import seed_users
 
     token = seed_users()["alice"]["token"]
 

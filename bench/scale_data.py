@@ -362,7 +362,7 @@ class People:
 
 def create_tenants(count: int = SCOPES) -> list[str]:
     """``count`` tenants (``BIG_SCOPE`` first), made if missing; their scope keys in order."""
-    from example_project.shop.models import Tenant
+    from tests.testapp.models import Tenant
 
     keys = [BIG_SCOPE, *(f"tenant-{n:03d}" for n in range(1, count))]
     existing = set(Tenant.objects.filter(slug__in=keys).values_list("slug", flat=True))
@@ -378,7 +378,7 @@ def create_people() -> People:
     from django.contrib.auth.models import Permission
     from rest_framework.authtoken.models import Token
 
-    from example_project.shop.models import Membership, Tenant
+    from tests.testapp.models import Membership, Tenant
 
     user_model = get_user_model()
     perms = list(Permission.objects.filter(content_type__app_label="symfonic_django").filter(
@@ -427,8 +427,8 @@ def load(connection: Any, pauses: int, *, people: People, loaded: int = 0,
     from django.db import transaction
     from django.utils import timezone
 
-    from example_project.agents import REFUND_ARGS_SCHEMA
     from symfonic_django.models import Decision, Pause, PauseSearch, Run, TurnEvent
+    from tests.testapp.agents import REFUND_ARGS_SCHEMA
 
     if pauses % PAUSES_PER_RUN or loaded % PAUSES_PER_RUN or pauses <= loaded:
         raise ValueError(f"load from {loaded} to {pauses} pauses: multiples of "

@@ -165,7 +165,7 @@ class FencedAgent(EchoAgent):
 
 
 def _refund(run_id: str, fail_inside: bool) -> dict[str, Any]:
-    from example_project.shop.models import Refund
+    from tests.testapp.models import Refund
 
     refund = Refund.objects.create(order_id=f"T-{run_id[:8]}", amount=5, run_id=run_id)
     if fail_inside:

@@ -4,7 +4,7 @@ skip locally and fail under CI, never counting a skipped suite as passing."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -46,6 +46,67 @@ def _forget_process_caches() -> Any:
     clear_scope_cache()
 
 
+# --- the package's limits, lowered for one test ---------------------------------------------
+# Each fixture names, once, the module a limit is read from: a test asks for the fixture and
+# sets the value (``exact_count_up_to(10)``); monkeypatch restores it after the test. When a
+# limit moves to another module, the line here changes and the tests do not.
+
+def _setter(monkeypatch: pytest.MonkeyPatch, target: str) -> Callable[[Any], Any]:
+    def set_to(value: Any) -> Any:
+        monkeypatch.setattr(target, value)
+        return value
+
+    return set_to
+
+
+@pytest.fixture
+def exact_count_up_to(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], int]:
+    """How many rows the admin's lists and inbox count exactly before they estimate."""
+    return _setter(monkeypatch, "symfonic_django.admin.pagination.EXACT_COUNT_UP_TO")
+
+
+@pytest.fixture
+def bulk_limit(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], int]:
+    """How many pauses one bulk decision of the admin may answer."""
+    return _setter(monkeypatch, "symfonic_django.admin.bulk.BULK_LIMIT")
+
+
+@pytest.fixture
+def page_events(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], int]:
+    """How many events one websocket connection carries."""
+    return _setter(monkeypatch, "symfonic_django.consumers.stream.PAGE_EVENTS")
+
+
+@pytest.fixture
+def page_bytes(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], int]:
+    """How many bytes of events one websocket connection carries."""
+    return _setter(monkeypatch, "symfonic_django.consumers.stream.PAGE_BYTES")
+
+
+@pytest.fixture
+def poll_interval(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], float]:
+    """How often a websocket consumer polls for events when no doorbell rings."""
+    return _setter(monkeypatch, "symfonic_django.consumers.stream.POLL_INTERVAL")
+
+
+@pytest.fixture
+def access_recheck_seconds(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], float]:
+    """How long a websocket consumer trusts its reader's access before it checks again."""
+    return _setter(monkeypatch, "symfonic_django.consumers.stream.ACCESS_RECHECK_SECONDS")
+
+
+@pytest.fixture
+def turn_scopes_max(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], int]:
+    """How many scopes a worker's scope cache keeps before it starts over."""
+    return _setter(monkeypatch, "symfonic_django.scopes.TURN_SCOPES_MAX")
+
+
+@pytest.fixture
+def threads_per_lookup(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], int]:
+    """How many checkpoint threads pruning looks up at a time."""
+    return _setter(monkeypatch, "symfonic_django.retention.THREADS_PER_LOOKUP")
+
+
 @contextmanager
 def flushed_redis_db(redis_url: str, db: int) -> Iterator[str]:
     """The URL of database ``db`` on ``redis_url``'s server, empty before and after."""
@@ -75,10 +136,19 @@ def redis_url() -> str:
 
 @pytest.fixture
 def tenants(db: Any) -> dict[str, Any]:
-    from example_project.shop.models import Tenant
+    from tests.testapp.models import Tenant
 
     return {slug: Tenant.objects.get_or_create(slug=slug, defaults={"name": slug.title()})[0]
             for slug in ("acme", "globex")}
+
+
+@pytest.fixture
+def users(tenants: dict[str, Any]) -> dict[str, Any]:
+    """The test app's reviewers: admin, alice (of acme) and bob (of globex), with their
+    passwords and tokens (``tests.testapp.seed``)."""
+    from tests.testapp.seed import seed_users
+
+    return seed_users()
 
 
 def snapshot(pause: Pause) -> dict[str, Any]:

@@ -27,9 +27,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Membership, Refund, Tenant
-from symfonic_django import consumers, pauses
+from symfonic_django import pauses
 from symfonic_django.events import PauseRequested, TurnPaused, append, aring
 from symfonic_django.models import Decision, IdempotentResponse, Pause, Run, TurnEvent
 from symfonic_django.pauses import token_for
@@ -38,6 +36,8 @@ from symfonic_django.scopes import may_answer, may_read_pauses
 from symfonic_django.tokens import mint_watch_ticket, read_watch_ticket
 from symfonic_django.turns import execute_run
 from symfonic_django.viewer import state_url, viewer_url
+from tests.testapp.models import Membership, Refund, Tenant
+from tests.testapp.seed import seed_users
 
 from .conftest import snapshot
 
@@ -165,10 +165,10 @@ def test_a_revoked_starters_old_ticket_opens_nothing_and_carries_no_token(users,
     ("removed from the tenant", 4403),
 ])
 def test_revoking_a_starter_closes_its_ticket_socket_before_the_next_token(
-        users, monkeypatch, revoke, code):
+        users, access_recheck_seconds, revoke, code):
     """Revocation reaches a socket already open with a ticket at its next event, and the
     token that event would have carried is never sent."""
-    monkeypatch.setattr(consumers.stream, "ACCESS_RECHECK_SECONDS", 0.0)
+    access_recheck_seconds(0.0)
     sam = member("sam", "start_run")
     run, pause, ticket = started_refund(sam)
     later = pauses.approve(pause.pk, actor=named("alice")).continuation  # same tree, queued

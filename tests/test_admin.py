@@ -21,13 +21,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Membership, Refund, Tenant
 from symfonic_django import admin as symfonic_admin
 from symfonic_django import hitl, pauses, pg
-from symfonic_django.admin import bulk as admin_bulk
-from symfonic_django.admin import pagination
-from symfonic_django.binding import PauseBinding
 from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import (
     Decision,
@@ -42,7 +37,10 @@ from symfonic_django.models import (
 )
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Refund, Tenant
+from tests.testapp.seed import seed_users
 
+from .admin_pages import bare_pause, login, messages_of, page, refund_pause
 from .conftest import snapshot
 
 pytestmark = pytest.mark.django_db
@@ -50,46 +48,9 @@ pytestmark = pytest.mark.django_db
 CHANGELIST = "admin:symfonic_django_pause_changelist"
 
 
-def page(pause: Pause) -> str:
-    return reverse("admin:symfonic_django_pause_change", args=[pause.pk])
-
-
-def login(name: str) -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.get(username=name))
-    return client
-
-
-def messages_of(response: Any) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
-
-
 @pytest.fixture
 def users(tenants: dict[str, Tenant]) -> dict[str, Any]:
     return seed_users()
-
-
-def refund_pause(scope: str = "acme", amount: float = 40, order: str = "A-1") -> Pause:
-    """A pending approval from the example's refund agent (its first turn, in-process)."""
-    run = start_run("refund", {"order_id": order, "amount": amount}, scope=scope, dispatch=False)
-    assert execute_run(run.pk) == RunStatus.PAUSED
-    return Pause.objects.get(run=run)
-
-
-def bare_pause(scope: str = "acme", *, kind: str = PauseKind.APPROVAL, prompt: Any = None,
-               answer_schema: Any = None, agent: str = "refund") -> Pause:
-    """A pause row on a paused run, written directly (fast, for shapes the agents don't ask)."""
-    run = Run(agent=agent, scope_key=scope, status=RunStatus.PAUSED, input={})
-    run.root_id = run.id
-    run.save(force_insert=True)
-    binding = PauseBinding(pin=None, scope=None, run_id=str(run.id), root_run_id=str(run.id),
-                           session_id="", thread_id="", checkpoint_id=None)
-    if prompt is None:
-        prompt = ({"question": "Which colour?"} if kind == PauseKind.QUESTION else
-                  {"action_requests": [{"name": "refund", "args": {"order_id": "B-2", "amount": 5}}]})
-    pause, _ = pauses.create_pause(run=run, binding=binding, kind=kind, prompt=prompt,
-                                   answer_schema=answer_schema)
-    return pause
 
 
 def post_answer(client: Client, pause: Pause, data: dict[str, Any], **kwargs: Any) -> Any:
@@ -252,10 +213,10 @@ def rows(model: Any, n: int) -> None:
 
 @pytest.mark.parametrize("model", [Pause, Run, TurnEvent, Decision])
 @pytest.mark.parametrize("who", ["alice", "admin"])
-def test_changelist_makes_the_same_queries_for_5_rows_as_for_50(users, model, who, monkeypatch,
-                                                                django_assert_num_queries):
+def test_changelist_makes_the_same_queries_for_5_rows_as_for_50(
+        users, model, who, exact_count_up_to, django_assert_num_queries):
     # On PostgreSQL 50 rows are then past the exact count's limit, and 5 are not.
-    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
+    exact_count_up_to(10)
     client = login(who)
     rows(model, 5)
     client.get(listing(model))  # the session and permission caches, as on any later page
@@ -315,10 +276,10 @@ def test_a_deeper_page_reads_its_ids_alone_then_the_same_rows_in_the_same_order(
         users, model, who, monkeypatch):
     monkeypatch.setattr(type(symfonic_admin.admin.site.get_model_admin(model)), "list_per_page", 3)
     rows(model, 8)
-    for page in (2, 3):
-        listed, expected, sql = _page_ids(model, who, page)
+    for number in (2, 3):
+        listed, expected, sql = _page_ids(model, who, number)
         assert listed == expected and listed  # 8 rows and more (each run has a continuation)
-        offset = f"OFFSET {3 * (page - 1)}"
+        offset = f"OFFSET {3 * (number - 1)}"
         skipping = [q for q in sql if offset in q]
         # The rows skipped are read for their ids: nothing joined, nothing computed.
         assert len(skipping) == 1, sql
@@ -356,8 +317,8 @@ def test_a_list_within_the_limit_shows_its_exact_count(users):
 
 
 @pytest.mark.postgres
-def test_past_the_limit_a_list_shows_the_planners_estimate_and_says_so(users, monkeypatch):
-    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
+def test_past_the_limit_a_list_shows_the_planners_estimate_and_says_so(users, exact_count_up_to):
+    exact_count_up_to(10)
     for i in range(40):
         bare_pause("acme" if i % 2 else "globex")
     analyze(Pause)
@@ -760,8 +721,8 @@ def test_a_reason_that_cannot_be_stored_is_refused_on_the_page_and_changes_nothi
     assert snapshot(pause) == before and not Decision.objects.exists()
 
 
-def test_a_bulk_decision_over_the_limit_is_refused_and_changes_nothing(users, monkeypatch):
-    monkeypatch.setattr(admin_bulk, "BULK_LIMIT", 2)
+def test_a_bulk_decision_over_the_limit_is_refused_and_changes_nothing(users, bulk_limit):
+    bulk_limit(2)
     selected = [refund_pause("acme", order=f"ACME-{i}") for i in range(3)]
     response = bulk(login("alice"), "approve_selected", selected, post="yes")
     assert any(level == "error" and "at most 2 pauses" in text

@@ -19,15 +19,15 @@ from django.db import DataError, transaction
 from django.test import Client
 from django.urls import reverse
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Tenant
 from symfonic_django import pauses
 from symfonic_django.conf import settings as symfonic_settings
 from symfonic_django.forms import ApprovalForm, QuestionForm
 from symfonic_django.models import Decision, Pause, PauseKind, Run, RunStatus, TurnEvent
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_users
 
+from .admin_pages import bare_pause, login, messages_of, page, refund_pause
 from .conftest import snapshot
-from .test_admin import bare_pause, login, messages_of, page, refund_pause
 
 pytestmark = pytest.mark.django_db
 
@@ -349,15 +349,14 @@ def test_fixed_filters_offer_known_values_without_reading_the_table(users, model
                 and f'"{parameter.split("__")[0]}"' in q["sql"]]
 
 
-def test_pages_reach_no_deeper_than_the_exact_count_limit(users, monkeypatch):
+def test_pages_reach_no_deeper_than_the_exact_count_limit(users, monkeypatch, exact_count_up_to):
     """A deep page costs every row before it; past EXACT_COUNT_UP_TO rows a reviewer filters
     or searches, and a deeper ?p= is out of range like any page past the end."""
     from symfonic_django import admin as symfonic_admin
-    from symfonic_django.admin import pagination
 
     for _ in range(7):
         bare_pause("acme")
-    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 4)
+    exact_count_up_to(4)
     monkeypatch.setattr(symfonic_admin.PauseAdmin, "list_per_page", 2)
     admin = login("admin")
     last = admin.get(f"{changelist('pause')}?p=2")

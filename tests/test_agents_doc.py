@@ -4,7 +4,7 @@ Each ```python block of the doc either names a file under ``myapp/`` on its
 first line (it becomes that module of a ``myapp`` package on the path) or is
 a labelled snippet this test runs with the names it leaves to the reader. What
 the doc imports from the reader's own code (``myapp.models.Refund``) is the
-example project's ``Refund``. The turns then go through the app: start, pause,
+test app's ``Refund``. The turns then go through the app: start, pause,
 each way a pause ends (approve, edit, reject, respond, a question's answer,
 an expiry with ``ON_EXPIRE="resume"``), and the continuation, and the
 assertions read what the doc's agents stored.
@@ -30,14 +30,14 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Refund
 from symfonic_django import pauses, start_run
 from symfonic_django.events import TurnCompleted
 from symfonic_django.exceptions import InvalidRunInput
 from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
 from symfonic_django.routing import websocket_urlpatterns
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
+from tests.testapp.seed import seed_users
 
 from .conftest import paused_run
 
@@ -54,7 +54,7 @@ SNIPPETS = {"Retrying a failed run, from a view of yours"}
 #: What the doc leaves to the reader's project.
 SUPPLIED = {
     "myapp/__init__.py": "",
-    "myapp/models.py": "from example_project.shop.models import Refund  # noqa: F401\n",
+    "myapp/models.py": "from tests.testapp.models import Refund  # noqa: F401\n",
 }
 
 REFUND = {"order_id": "A-1", "amount": 99.99}

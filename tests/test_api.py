@@ -29,13 +29,13 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
 from symfonic_django.models import Decision, IdempotentResponse, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.pauses import claims_for, token_for
 from symfonic_django.tokens import mint_token, read_watch_ticket, scope_hash
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Tenant
+from tests.testapp.seed import seed_users
 
 from .agents import APPROVE_PROMPT
 from .conftest import paused_run, snapshot

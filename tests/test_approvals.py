@@ -21,7 +21,6 @@ from django.contrib.auth.models import Permission
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
 from symfonic_django.exceptions import (
     AlreadyApproved,
@@ -33,6 +32,7 @@ from symfonic_django.exceptions import (
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Tenant
 
 from .conftest import snapshot
 
@@ -187,7 +187,7 @@ def test_the_review_page_shows_1_of_2_approvals_and_who_approved(client):
 @pytest.mark.parametrize(("amount", "needed"), [(12.5, 1), (500, 1), (500.01, 2), (9999, 2)])
 def test_the_example_asks_two_approvers_for_a_refund_over_500(settings, amount, needed):
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
-                         "example_project.shop.approvals.two_approvers_over_500"}
+                         "tests.testapp.approvals.two_approvers_over_500"}
     run = start_run("refund", {"order_id": "A-1", "amount": amount}, scope="acme",
                     dispatch=False)
     assert execute_run(run.pk) == RunStatus.PAUSED
@@ -227,7 +227,7 @@ def test_the_run_started_over_the_api_records_its_starter():
 
 def test_an_edit_past_the_policys_threshold_is_refused_and_changes_nothing(settings):
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
-                         "example_project.shop.approvals.two_approvers_over_500"}
+                         "tests.testapp.approvals.two_approvers_over_500"}
     alice = reviewer("alice2")
     run = start_run("refund", {"order_id": "A-1", "amount": 40}, scope="acme", dispatch=False)
     execute_run(run.pk)

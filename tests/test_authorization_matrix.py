@@ -51,11 +51,11 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from example_project.shop.models import Membership, Refund, Tenant
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunRetry, RunStatus
 from symfonic_django.routing import websocket_urlpatterns
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Refund, Tenant
 
 from .conftest import snapshot
 
@@ -306,7 +306,7 @@ def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[World]:
     """The world, committed (the websocket reads it from a connection of its own); flushed at
     the end, as ``transaction=True`` tests are. The example's four-eyes policy throughout."""
     policy = {**settings.SYMFONIC,
-              "APPROVAL_POLICY": "example_project.shop.approvals.two_approvers_over_500"}
+              "APPROVAL_POLICY": "tests.testapp.approvals.two_approvers_over_500"}
     with django_db_blocker.unblock(), override_settings(SYMFONIC=policy):
         try:
             yield build_world()

@@ -261,7 +261,7 @@ def assert_refused_over_http(response: Any, status: int, code: str) -> None:
 def alice(tenants: Any) -> APIClient:
     from django.contrib.contenttypes.models import ContentType
 
-    from example_project.shop.management.commands.seed_demo import seed_users
+    from tests.testapp.seed import seed_users
 
     # Until Run's Meta declares start_run (and its migration makes the row), as post_migrate would.
     Permission.objects.get_or_create(codename="start_run",

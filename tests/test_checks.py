@@ -14,7 +14,6 @@ from django.conf import settings
 from django.core.checks import Error, Warning, run_checks
 from django.test import override_settings
 
-from example_project.celery import app as example_celery_app
 from symfonic_django import tasks  # noqa: F401  (registers the tasks on the current app)
 from symfonic_django.checks import (
     CELERY_WIRING,
@@ -30,6 +29,7 @@ from symfonic_django.checks import (
     check_throttle_cache,
 )
 from symfonic_django.conf import DEFAULTS
+from tests.testapp.celery import app as testapp_celery_app
 
 KNOWN_KEYS = ", ".join(sorted(DEFAULTS))
 IN_MEMORY_LAYER = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
@@ -66,8 +66,8 @@ def test_the_test_settings_are_clean():
 
 
 @override_settings(SYMFONIC={
-    "AGENTS": {"refund": "example_project.agents.refund_agent", "inline": lambda scope: None},
-    "SCOPE_KEY": "example_project.shop.scopes.tenant_key",
+    "AGENTS": {"refund": "tests.testapp.agents.refund_agent", "inline": lambda scope: None},
+    "SCOPE_KEY": "tests.testapp.scopes.tenant_key",
     "SCOPE_FOR_CLAIMS": lambda claims: None, "OWNER_GUARD": None, "ADMISSION": None,
     "REQUEST_SCOPE": None, "TOKEN_MAX_AGE": 60, "LEASE_SECONDS": 5, "MAX_ANSWER_BYTES": 1,
     "ON_EXPIRE": "resume", "MAX_JSON_DEPTH": 100, "THROTTLE_CACHE": "default",
@@ -228,14 +228,14 @@ def test_a_layer_that_matches_the_broker_is_fine(layers, broker):
 @pytest.fixture
 def bare_celery_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Celery]:
     """The current Celery app is one that reads no Django settings, as in a project without
-    proj/celery.py or whose package does not import it; the example's app is current again
+    proj/celery.py or whose package does not import it; the test app's is current again
     afterwards."""
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     app = Celery("bare")  # a new app makes itself the current one
     try:
         yield app
     finally:
-        example_celery_app.set_current()
+        testapp_celery_app.set_current()
 
 
 @override_settings()

@@ -27,7 +27,6 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from example_project.shop.models import Membership, Tenant
 from symfonic_django import notifications, pauses
 from symfonic_django.checks import check_notifications, check_settings
 from symfonic_django.datetimes import format_datetime
@@ -47,13 +46,14 @@ from symfonic_django.models import (
     Pause,
     PauseStatus,
 )
+from tests.testapp.models import Membership, Tenant
 
 from .conftest import paused_run, snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 API = "/api/symfonic/"
-REVIEWER_EMAILS = "example_project.shop.scopes.reviewer_emails"
+REVIEWER_EMAILS = "tests.testapp.scopes.reviewer_emails"
 SITE_URL = "https://review.example.com"
 HOOK_SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY="  # 32 bytes
 

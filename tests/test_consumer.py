@@ -68,7 +68,7 @@ def ticket_of(run, user=None) -> str:
     """A watch ticket of ``run`` issued to ``user``: by default alice, a reviewer of acme
     who may read and answer (``seed_demo``), as an answer over the API issues it."""
     if user is None:
-        from example_project.shop.management.commands.seed_demo import seed_users
+        from tests.testapp.seed import seed_users
 
         seed_users()
         user = get_user_model().objects.get(username="alice")
@@ -102,7 +102,7 @@ def test_refusals_without_credentials(tenants, query, code):
 
 
 def test_a_reviewer_of_another_scope_gets_4404(tenants):
-    from example_project.shop.management.commands.seed_demo import seed_users
+    from tests.testapp.seed import seed_users
 
     seed_users()
     run, _ = paused_run(scope="globex")
@@ -176,10 +176,8 @@ def test_a_page_holds_at_most_page_events_however_small(tenants):
     assert [e["seq"] for e in seen] == list(range(1, PAGE_EVENTS + 101))
 
 
-def test_an_event_larger_than_a_page_is_still_sent_one_per_connection(tenants, monkeypatch):
-    from symfonic_django import consumers
-
-    monkeypatch.setattr(consumers.stream, "PAGE_BYTES", 1000)
+def test_an_event_larger_than_a_page_is_still_sent_one_per_connection(tenants, page_bytes):
+    page_bytes(1000)
     cont = stored_stream(3, text="x" * 2000)
     seen, codes, connections = follow(cont.pk, superuser())
     assert [len(events) for events in connections] == [1, 1, 1, 1] and codes[-1] == 1000
@@ -210,14 +208,13 @@ def watch_while_it_runs(run: Any) -> tuple[list[dict], int | None]:
 
 
 def test_a_page_bounds_a_live_stream_too_and_the_watcher_resumes_losing_nothing(
-        tenants, monkeypatch):
+        tenants, page_events):
     """Events rung one by one count as well: the server cannot tell a socket that reads
     them from one that does not, so a connection carries a page, live or replayed."""
 
-    from symfonic_django import consumers
     from symfonic_django.runs import start_run
 
-    monkeypatch.setattr(consumers.stream, "PAGE_EVENTS", 2)
+    page_events(2)
     run = start_run("echo", {}, scope="acme", dispatch=False)
 
     live, code = watch_while_it_runs(run)
@@ -242,12 +239,12 @@ def test_a_reader_at_the_head_of_a_live_run_is_sent_its_events_as_they_come(tena
 
 @pytest.mark.parametrize("doorbell", [True, False], ids=["rung", "doorbell-lost"])
 def test_a_socket_past_the_end_of_a_live_run_waits_then_closes_1000_after_the_terminal_event(
-        tenants, monkeypatch, doorbell):
+        tenants, monkeypatch, poll_interval, doorbell):
     """Before, it never closed: the terminal event's seq was not after ``after``, so it was
     never sent, and nothing else closed the socket."""
     from channels.db import database_sync_to_async
 
-    from symfonic_django import consumers, events
+    from symfonic_django import events
     from symfonic_django.runs import start_run
 
     if not doorbell:  # the layer never rings: the poll finds the turn ended
@@ -255,7 +252,7 @@ def test_a_socket_past_the_end_of_a_live_run_waits_then_closes_1000_after_the_te
             return None
 
         monkeypatch.setattr(events, "aring", silent)
-        monkeypatch.setattr(consumers.stream, "POLL_INTERVAL", 0.05)
+        poll_interval(0.05)
     run = start_run("echo", {}, scope="acme", dispatch=False)
 
     async def go():
@@ -316,7 +313,7 @@ def requested(events: list[dict]) -> dict:
 
 
 def test_a_view_only_reviewer_watching_gets_no_token(tenants):
-    from example_project.shop.models import Membership
+    from tests.testapp.models import Membership
 
     carol = get_user_model().objects.create_user("carol", is_staff=True)
     carol.user_permissions.add(*Permission.objects.filter(
@@ -331,7 +328,7 @@ def test_a_view_only_reviewer_watching_gets_no_token(tenants):
 
 
 def test_an_answerer_and_a_ticket_holder_watching_get_the_token(tenants):
-    from example_project.shop.management.commands.seed_demo import seed_users
+    from tests.testapp.seed import seed_users
 
     seed_users()
     run, pause = paused_run()
@@ -346,14 +343,13 @@ def test_an_answerer_and_a_ticket_holder_watching_get_the_token(tenants):
     ("deactivated", 4401),  # the account was switched off
 ])
 def test_revoking_a_reviewer_closes_their_open_socket_at_the_next_event(
-        tenants, monkeypatch, revoke, code):
+        tenants, access_recheck_seconds, revoke, code):
     from asgiref.sync import sync_to_async
 
-    from example_project.shop.models import Membership
-    from symfonic_django import consumers
     from symfonic_django.events import MessageDelta, append, aring
+    from tests.testapp.models import Membership
 
-    monkeypatch.setattr(consumers.stream, "ACCESS_RECHECK_SECONDS", 0.0)
+    access_recheck_seconds(0.0)
     dave = get_user_model().objects.create_user("dave", is_staff=True)
     dave.user_permissions.add(Permission.objects.get(codename="view_run"))  # a reader of acme
     Membership.objects.create(user=dave, tenant=tenants["acme"])

@@ -213,7 +213,7 @@ def test_continuation_pause_is_the_single_pause_and_refuses_to_choose_among_seve
 
 
 def test_the_example_refund_agent_refunds_the_proposal_on_a_plain_approve(tenants):
-    from example_project.shop.models import Refund
+    from tests.testapp.models import Refund
 
     _, pause = paused_run("refund", {"order_id": "A-9", "amount": 12.5})
     done = read(pauses.approve(pause.pk).continuation)

@@ -20,15 +20,15 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
 from symfonic_django.admin import transcript
 from symfonic_django.models import AnsweredVia, Pause, PauseKind, TurnEvent
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Tenant
+from tests.testapp.seed import seed_users
 
+from .admin_pages import bare_pause, login, messages_of, refund_pause
 from .conftest import snapshot
-from .test_admin import bare_pause, login, messages_of, refund_pause
 
 pytestmark = pytest.mark.django_db
 
@@ -208,7 +208,7 @@ def test_a_carrier_is_offered_and_shown_by_its_label_from_the_schema(users):
 
 
 def test_the_example_carriers_have_labels():
-    from example_project.agents import CARRIER_ANSWER_SCHEMA
+    from tests.testapp.agents import CARRIER_ANSWER_SCHEMA
     choices = CARRIER_ANSWER_SCHEMA["properties"]["carrier"]["oneOf"]
     assert {c["const"]: c["title"] for c in choices}["dhl"] == "DHL"
 

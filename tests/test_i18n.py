@@ -24,12 +24,13 @@ from django.template.base import Lexer, TokenType
 from django.test import Client
 from django.urls import reverse
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Tenant
 from symfonic_django.models import Pause
 from symfonic_django.viewer import viewer_url
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_users
 
-from .test_admin import login, messages_of, refund_pause
+from .admin_pages import login, messages_of, refund_pause
+from .conftest import need
 
 APP = Path(__file__).resolve().parent.parent / "symfonic_django"
 FRENCH = {"HTTP_ACCEPT_LANGUAGE": "fr"}
@@ -209,8 +210,7 @@ def test_every_message_of_the_french_catalogs_is_translated_and_compiled(domain,
     assert untranslated == []
     assert "#, fuzzy" not in po.read_text(encoding="utf-8")
     # The committed .mo is what compilemessages makes of the committed .po.
-    if shutil.which("msgfmt") is None:
-        pytest.skip("msgfmt (gettext) is not installed")
+    need(shutil.which("msgfmt") is not None, "msgfmt (gettext) is not installed")
     compiled = tmp_path / f"{domain}.mo"
     subprocess.run(["msgfmt", "--check-format", "-o", str(compiled), str(po)], check=True)
     assert po.with_suffix(".mo").read_bytes() == compiled.read_bytes(), \
@@ -228,8 +228,8 @@ def msgids(po: Path) -> set[str]:
 def test_the_french_catalogs_hold_every_message_the_code_marks(domain, tmp_path):
     """``makemessages`` run afresh over the app finds no message the committed catalog
     lacks, and the catalog keeps none the code no longer marks."""
-    if shutil.which("xgettext") is None or shutil.which("msgcat") is None:
-        pytest.skip("gettext is not installed")
+    need(shutil.which("xgettext") is not None and shutil.which("msgcat") is not None,
+         "gettext is not installed")
     copy = tmp_path / "symfonic_django"
     shutil.copytree(APP, copy, ignore=shutil.ignore_patterns("__pycache__", "migrations"))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",

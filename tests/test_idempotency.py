@@ -28,10 +28,10 @@ from django.contrib.contenttypes.models import ContentType
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django.api.idempotency import IN_FLIGHT_SECONDS
 from symfonic_django.models import Decision, IdempotentResponse, Pause, PauseStatus, Run
 from symfonic_django.pauses import token_for
+from tests.testapp.seed import seed_users
 
 from .api import conftest as live
 from .conftest import flushed_redis_db, paused_run, snapshot

@@ -20,13 +20,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses
-from symfonic_django.admin import InboxTab, PauseAdmin, pagination
+from symfonic_django.admin import InboxTab, PauseAdmin
 from symfonic_django.models import Pause, PauseKind, PauseStatus
+from tests.testapp.models import Membership, Tenant
+from tests.testapp.seed import seed_users
 
-from .test_admin import bare_pause, login, refund_pause
+from .admin_pages import bare_pause, login, refund_pause
 
 
 @pytest.fixture
@@ -167,10 +167,10 @@ def rows_in_acme(n: int) -> None:
 
 
 @pytest.mark.parametrize("who", ["alice", "admin"])
-def test_the_inbox_makes_the_same_queries_for_5_rows_as_for_50(users, who, monkeypatch,
+def test_the_inbox_makes_the_same_queries_for_5_rows_as_for_50(users, who, exact_count_up_to,
                                                              django_assert_num_queries):
     # On PostgreSQL 50 rows are then past the exact count's limit, and 5 are not.
-    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
+    exact_count_up_to(10)
     client = login(who)
     rows_in_acme(5)
     client.get(reverse(INBOX))  # the session and permission caches, as on any later page
@@ -185,8 +185,8 @@ def test_the_inbox_makes_the_same_queries_for_5_rows_as_for_50(users, who, monke
     assert len(response.context["rows"]) > 10
 
 
-def test_counts_never_read_more_rows_than_the_limit(users, monkeypatch):
-    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
+def test_counts_never_read_more_rows_than_the_limit(users, exact_count_up_to):
+    exact_count_up_to(10)
     rows_in_acme(12)
     with CaptureQueriesContext(connection) as captured:
         response = inbox("alice")
@@ -201,8 +201,8 @@ def test_counts_never_read_more_rows_than_the_limit(users, monkeypatch):
 
 
 @pytest.mark.postgres
-def test_past_the_limit_the_count_is_the_planners_estimate(users, monkeypatch):
-    monkeypatch.setattr(pagination, "EXACT_COUNT_UP_TO", 10)
+def test_past_the_limit_the_count_is_the_planners_estimate(users, exact_count_up_to):
+    exact_count_up_to(10)
     rows_in_acme(40)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE symfonic_django_pause")

@@ -17,14 +17,14 @@ import jsonschema
 import pytest
 from rest_framework.test import APIClient
 
-from example_project.agents import REFUND_ARGS_SCHEMA
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Refund
 from symfonic_django import hitl, pauses
 from symfonic_django.exceptions import InvalidAnswer, InvalidProposal, InvalidRunInput
 from symfonic_django.models import Decision, Pause, Run, RunStatus, TurnEvent
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.agents import REFUND_ARGS_SCHEMA
+from tests.testapp.models import Refund
+from tests.testapp.seed import seed_users
 
 from .conftest import paused_run, snapshot
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from io import StringIO
 from typing import Any
@@ -431,8 +432,8 @@ def test_a_dry_run_counts_the_checkpoints_that_would_go_and_deletes_none(
 
 
 def test_every_idle_thread_goes_however_small_the_batches(
-        event_retention: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("symfonic_django.retention.THREADS_PER_LOOKUP", 2)
+        event_retention: None, threads_per_lookup: Callable[[int], int]) -> None:
+    threads_per_lookup(2)
     now = timezone.now()
     for n in range(5):
         run_on_thread(RunStatus.COMPLETED, now - 2 * DAY, thread_id=f"old-{n}")

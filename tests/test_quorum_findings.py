@@ -30,19 +30,19 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from example_project.shop.models import Membership, Refund, Tenant
 from symfonic_django import hitl, pauses
 from symfonic_django.exceptions import PermissionDenied
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Refund, Tenant
 
 from .conftest import snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 API = "/api/symfonic/"
-#: Two refunds in one approval: the large one makes the example's policy ask two approvers.
+#: Two refunds in one approval: the large one makes the test app's policy ask two approvers.
 LARGE_AND_SMALL = {"refunds": [{"order_id": "BIG-1", "amount": 9999.99},
                                {"order_id": "SMALL-2", "amount": 0.01}]}
 APPROVE_REJECT = {"decisions": [{"type": "approve"}, {"type": "reject"}]}
@@ -55,7 +55,7 @@ REVIEWER = ("view_pause", "view_run", "answer_pause", "start_run")
 @pytest.fixture(autouse=True)
 def four_eyes(settings: Any, tenants: Any) -> None:
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
-                         "example_project.shop.approvals.two_approvers_over_500"}
+                         "tests.testapp.approvals.two_approvers_over_500"}
 
 
 def person(name: str, tenant: str | None = "acme", perms: tuple[str, ...] = REVIEWER) -> Any:

@@ -15,48 +15,20 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Tenant
 from symfonic_django import pauses
 from symfonic_django.models import Decision, Pause, PauseKind, PauseStatus, RunStatus
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_users
 
+from .admin_pages import bare_pause, login, page, refund_pause, ship_pause
 from .conftest import snapshot
-from .test_admin import bare_pause, login, page, refund_pause
 
 pytestmark = pytest.mark.django_db
-
-SHIPPING = {
-    "type": "object",
-    "properties": {
-        "carrier": {"enum": ["ups", "dhl"]},
-        "express": {"type": "boolean"},
-        "parcels": {"type": "integer", "minimum": 1, "maximum": 9},
-        "address": {"type": "object", "properties": {
-            "city": {"type": "string", "minLength": 1},
-            "zip": {"type": "string"},
-        }, "required": ["city"], "additionalProperties": False},
-    },
-    "required": ["carrier", "parcels", "address"],
-    "additionalProperties": False,
-}
-SHIP_ARGS = {"carrier": "ups", "express": False, "parcels": 2,
-             "address": {"city": "Lyon", "zip": "69001"}}
-
 
 @pytest.fixture
 def users(tenants: dict[str, Tenant]) -> dict[str, Any]:
     return seed_users()
-
-
-def ship_pause(schema: Any = SHIPPING, args: Any = None) -> Pause:
-    config: dict[str, Any] = {"action_name": "ship", "allowed_decisions": ["approve", "edit",
-                                                                            "reject"]}
-    if schema is not None:
-        config["args_schema"] = schema
-    return bare_pause(prompt={"action_requests": [{"name": "ship", "args": args or SHIP_ARGS,
-                                                   "description": "Ship the replacement"}],
-                              "review_configs": [config]})
 
 
 def said(response: Any) -> str:

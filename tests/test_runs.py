@@ -11,13 +11,13 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses, runs
 from symfonic_django.events import TurnCompleted, TurnStarted
 from symfonic_django.exceptions import RunNotRetryable
 from symfonic_django.models import Run, RunRetry, RunStatus, TurnEvent
 from symfonic_django.runs import LeaseLost, claim, end, retry, start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
 
 from .conftest import paused_run
 

@@ -10,12 +10,12 @@ from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from example_project.shop.models import Tenant
 from symfonic_django import scopes
 from symfonic_django.conf import settings as symfonic_settings
 from symfonic_django.models import Run, RunStatus
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,8 +79,8 @@ def test_changing_the_settings_forgets_every_kept_tenant(tenants):
     assert scopes._turn_scopes == {}
 
 
-def test_the_cache_starts_over_rather_than_grow_past_its_bound(tenants, monkeypatch):
-    monkeypatch.setattr(scopes, "TURN_SCOPES_MAX", 2)
+def test_the_cache_starts_over_rather_than_grow_past_its_bound(tenants, turn_scopes_max):
+    turn_scopes_max(2)
     with with_cache(10):
         for slug in ("acme", "globex"):
             scopes.load_scope_for_turn(slug)

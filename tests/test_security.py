@@ -12,8 +12,8 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django.pauses import token_for
+from tests.testapp.seed import seed_users
 
 from .conftest import paused_run, snapshot
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from example_project.celery import app
 from symfonic_django import runs
 from symfonic_django.tasks import BEAT_SCHEDULE
+from tests.testapp.celery import app
 
 
 def test_the_task_names_runs_sends_by_are_registered_acks_late_tasks():

@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Tenant
 from symfonic_django import turns
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_users
 
-from .test_admin import login, page
-from .test_review_page import ship_pause
+from .admin_pages import login, page, ship_pause
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,6 @@ from django.template import Context, Template
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import (
     Decision,
@@ -31,6 +30,7 @@ from symfonic_django.models import (
     TurnEvent,
 )
 from symfonic_django.viewer import viewer_url
+from tests.testapp.seed import seed_users
 
 from .conftest import paused_run
 

@@ -21,11 +21,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Membership
 from symfonic_django import pauses
 from symfonic_django.models import AnsweredVia, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.viewer import state_url, viewer_url
+from tests.testapp.models import Membership
+from tests.testapp.seed import seed_users
 
 from .conftest import paused_run, snapshot
 
@@ -135,9 +135,9 @@ def test_sibling_pauses_continue_only_once_the_last_is_answered(users):
 
 @pytest.fixture
 def four_eyes(settings: Any) -> None:
-    """The example's policy: a refund over 500 needs two approvers."""
+    """The test app's policy: a refund over 500 needs two approvers."""
     settings.SYMFONIC = {**settings.SYMFONIC,
-                         "APPROVAL_POLICY": "example_project.shop.approvals.two_approvers_over_500"}
+                         "APPROVAL_POLICY": "tests.testapp.approvals.two_approvers_over_500"}
 
 
 def test_a_pause_that_needs_two_approvers_says_how_many_it_has(users, four_eyes):

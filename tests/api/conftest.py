@@ -3,7 +3,7 @@
 ``alice`` (acme), ``bob`` (globex) and ``admin`` (superuser) are API clients
 with the DRF tokens ``seed_demo`` gives them.
 
-The server (daphne serving the example project) is an OS process on a free
+The server (daphne serving the test app) is an OS process on a free
 loopback port, reading and writing pytest-django's *test* database (so the
 tests that use it are ``transaction=True``: what a test writes is committed,
 and the server sees it). It is always terminated when the test ends, and
@@ -32,7 +32,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
+from tests.testapp.seed import seed_users
 
 ROOT = Path(__file__).resolve().parents[2]
 DAPHNE = Path(sys.executable).with_name("daphne")
@@ -121,7 +121,7 @@ def start_server(log_path: Path, *, broker_url: str, timeout: float = 45,
                **extra_env)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [str(DAPHNE), "-b", "127.0.0.1", "-p", str(port), "example_project.asgi:application"],
+            [str(DAPHNE), "-b", "127.0.0.1", "-p", str(port), "tests.testapp.asgi:application"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: stop() ends it and its children
         )

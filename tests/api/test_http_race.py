@@ -2,7 +2,7 @@
 
 32 threads, each with its own connection and its own ``Idempotency-Key``,
 wait on a barrier and then POST ``pauses/{id}/approve/`` to one daphne
-process serving the example project on the PostgreSQL test database. Django
+process serving the test app on the PostgreSQL test database. Django
 runs each request's view in a thread of its own (``ThreadSensitiveContext``),
 so the requests really contend for the row lock. Celery tasks go to a Redis
 broker database nobody consumes, so no worker runs inside the server.
@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
 from symfonic_django.models import Decision, Pause, PauseStatus, Run
+from tests.testapp.seed import seed_pause, seed_users
 
 from ..conftest import flushed_redis_db, snapshot
 from .conftest import post_at_once

@@ -17,8 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from example_project.shop.models import Membership
 from symfonic_django.models import Run, RunStatus
+from tests.testapp.models import Membership
 
 from ..conftest import paused_run
 from .conftest import API, client_for

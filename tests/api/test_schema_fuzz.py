@@ -51,12 +51,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
-from example_project.shop.models import Membership
 from symfonic_django import pauses
 from symfonic_django.models import Pause, Run
 from symfonic_django.pauses import token_for
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership
+from tests.testapp.seed import seed_pause, seed_users
 
 from ..conftest import paused_run
 from ..fuzz import examples

@@ -1,6 +1,6 @@
 """Several approvers in a real browser: "1 of 2 approvals" as a second reviewer sees it.
 
-daphne serves the example project (its APPROVAL_POLICY asks two approvers for a
+daphne serves the test app (its APPROVAL_POLICY asks two approvers for a
 refund over 500) against this test's PostgreSQL database; no worker runs, so the
 continuation stays queued. In Debian's chromium, alice approves a refund of 750
 on its page; dora, a second reviewer of acme, opens it and reads "1 of 2
@@ -15,21 +15,20 @@ from typing import Any
 
 import pytest
 
-from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
-from example_project.shop.models import Tenant
 from symfonic_django.models import Decision, Pause
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_pause, seed_users
 
-from .test_admin_browser import off_the_loop
-from .test_claims_browser import ARTIFACTS, second_acme_reviewer, signed_in
+from .conftest import ARTIFACTS, off_the_loop, second_acme_reviewer, signed_in
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
 
 def test_a_second_reviewer_sees_1_of_2_approvals_and_completes_the_quorum(
         server: str, chromium: Any, settings: Any) -> None:
-    # The pause is made in this process, under the example's policy as the server has it.
+    # The pause is made in this process, under the test app's policy as the server has it.
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
-                         "example_project.shop.approvals.two_approvers_over_500"}
+                         "tests.testapp.approvals.two_approvers_over_500"}
 
     def seed() -> str:
         seed_users()

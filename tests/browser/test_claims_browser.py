@@ -1,7 +1,7 @@
 """A review claim seen by a second reviewer, in a real browser.
 
-daphne serves the example project against this test's PostgreSQL database
-(``test_admin_browser``'s fixtures; no worker: nothing here answers). In Debian's
+daphne serves the test app against this test's PostgreSQL database
+(``conftest.py``'s fixtures; no worker: nothing here answers). In Debian's
 chromium, driven by Playwright, alice claims a pause on its page; dora, a second
 reviewer of acme, opens the same page and reads "Being reviewed by alice (until
 HH:MM UTC)", with no Claim button of her own. Screenshot: ``artifacts/claim-seen.png``.
@@ -13,42 +13,16 @@ import random
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 
-from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
-from example_project.shop.models import Membership, Tenant
 from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import Decision, Pause
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_pause, seed_users
 
-from .test_admin_browser import ROOT, off_the_loop
+from .conftest import ARTIFACTS, off_the_loop, second_acme_reviewer, signed_in
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
-ARTIFACTS = ROOT / "artifacts"
-PASSWORDS = {"alice": "alice-demo-pw", "dora": "dora-test-pw"}
-
-
-def second_acme_reviewer() -> None:
-    """dora: like alice, a staff member of acme who may view and answer its pauses."""
-    dora = get_user_model().objects.create_user("dora", password=PASSWORDS["dora"],
-                                                is_staff=True, email="dora@example.com")
-    dora.user_permissions.add(*Permission.objects.filter(
-        content_type__app_label="symfonic_django",
-        codename__in=["view_pause", "view_run", "view_decision", "answer_pause"]))
-    Membership.objects.create(user=dora, tenant=Tenant.objects.get(slug="acme"))
-
-
-def signed_in(browser: Any, server: str, username: str) -> Any:
-    page = browser.new_context(viewport={"width": 1366, "height": 900},
-                               timezone_id="UTC").new_page()
-    page.set_default_timeout(15_000)
-    page.goto(f"{server}/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORDS[username])
-    page.click("input[type=submit]")
-    page.wait_for_selector("#user-tools")
-    return page
 
 
 def test_a_claim_is_seen_by_a_second_reviewer(server: str, chromium: Any) -> None:

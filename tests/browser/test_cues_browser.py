@@ -1,7 +1,7 @@
 """The reviewer cues that are seen, in a real browser: colours, and what fits the window.
 
-daphne serves the example project against this test's PostgreSQL database
-(``test_admin_browser``'s fixtures; no worker). Debian's chromium, driven by
+daphne serves the test app against this test's PostgreSQL database
+(``conftest.py``'s fixtures; no worker). Debian's chromium, driven by
 Playwright, looks as alice (reviewer of acme) and saves each screenshot under
 ``artifacts/``: ``viewer-rejected.png``, ``inbox-claim-and-quorum-<width>.png``,
 ``pause-list-<width>.png``. The words of each cue are checked, quicker, by the
@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
-from example_project.shop.models import Tenant
 from symfonic_django import events, pauses
 from symfonic_django.models import AnsweredVia, Run, RunStatus
 from symfonic_django.viewer import viewer_url
+from tests.testapp.models import Tenant
+from tests.testapp.seed import seed_pause, seed_users
 
-from .test_admin_browser import ROOT, off_the_loop
-from .test_claims_browser import second_acme_reviewer, signed_in
+from .conftest import ROOT, off_the_loop, second_acme_reviewer, signed_in
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
@@ -104,7 +103,7 @@ def test_a_rejected_tool_call_has_a_red_not_done_badge_in_the_viewer(
 def test_a_claim_her_own_approval_and_bulk_decisions_show_in_the_inbox_at_390_and_1366_px(
         server: str, chromium: Any, settings: Any) -> None:
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
-                         "example_project.shop.approvals.two_approvers_over_500"}
+                         "tests.testapp.approvals.two_approvers_over_500"}
 
     def seed() -> None:
         seed_users()

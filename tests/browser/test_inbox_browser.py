@@ -1,7 +1,7 @@
 """The inbox, the per-field edit and the bulk confirmation in a real browser.
 
-daphne serves the example project against this test's PostgreSQL database
-(``test_admin_browser``'s fixtures; no worker: nothing here waits for a
+daphne serves the test app against this test's PostgreSQL database
+(``conftest.py``'s fixtures; no worker: nothing here waits for a
 continuation). Debian's chromium, driven by Playwright, looks at each page as
 alice (reviewer of acme) and saves a screenshot under ``artifacts/``:
 ``inbox-390.png``, ``inbox-1366.png``, ``edit-diff.png``, ``bulk-confirm.png``.
@@ -9,21 +9,16 @@ alice (reviewer of acme) and saves a screenshot under ``artifacts/``:
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
-from example_project.shop.management.commands.seed_demo import seed_pause, seed_users
-from example_project.shop.models import Tenant
 from symfonic_django.models import Decision, Pause, PauseStatus
 
-from .test_admin_browser import ROOT, log_in, off_the_loop
+from .conftest import INBOX, log_in, off_the_loop, seed, shoot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 
-ARTIFACTS = ROOT / "artifacts"
-INBOX = "/admin/symfonic_django/pause/inbox/"
 #: No horizontal scrolling: the page is no wider than the window.
 FITS = "document.documentElement.scrollWidth <= window.innerWidth"
 
@@ -35,11 +30,6 @@ def alice_at(browser: Any, server: str, width: int, height: int = 900) -> Any:
     return page
 
 
-def shoot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
-
-
 def within_window(page: Any, selector: str) -> bool:
     """The first ``selector`` is visible and ends inside the window's width."""
     element = page.locator(selector).first
@@ -47,14 +37,6 @@ def within_window(page: Any, selector: str) -> bool:
     width = page.evaluate("window.innerWidth")
     return bool(element.is_visible() and box and box["x"] >= 0
                 and box["x"] + box["width"] <= width)
-
-
-def seed(amounts: list[float]) -> list[dict[str, str]]:
-    seed_users()
-    rng = random.Random(13)
-    acme, globex = Tenant.objects.get(slug="acme"), Tenant.objects.get(slug="globex")
-    seed_pause(globex, rng, amount=12.5)  # not alice's: never shown to her
-    return [seed_pause(acme, rng, amount=amount) for amount in amounts]
 
 
 def test_the_inbox_fits_390_and_1366_px_with_headline_tenant_and_expiry(

@@ -14,11 +14,11 @@ from django.test import Client
 
 from symfonic_django.models import Decision, RunStatus
 
+from ..admin_pages import page
 from ..conftest import need, snapshot
 from ..langgraph.conftest import pauses_of, run_turn
-from ..langgraph.test_docs_snippet import ONE_REFUND, project, users  # noqa: F401
-from ..test_admin import page
-from .test_admin_browser import CHROMIUM, CHROMIUM_ARGS
+from ..langgraph.docs_project import ONE_REFUND, project  # noqa: F401  (a fixture)
+from .conftest import CHROMIUM, CHROMIUM_ARGS
 
 SHOT = "langgraph-review-page.png"
 #: The same page after "Edit & approve" with an amount of -5.

@@ -1,6 +1,6 @@
 """The second locale in a real browser: a French chromium gets the reviewer's pages in French.
 
-daphne serves the example project (``test_admin_browser``'s fixtures; no worker).
+daphne serves the test app (``conftest.py``'s fixtures; no worker).
 Debian's chromium, driven by Playwright with the browser locale ``fr-FR``, opens
 the inbox, a review page and the live viewer as alice: the server's words come
 from ``LocaleMiddleware`` and the app's French catalog, the scripts' words
@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from .test_admin_browser import log_in, off_the_loop
-from .test_inbox_browser import INBOX, seed, shoot
+from .conftest import INBOX, log_in, off_the_loop, seed, shoot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services]
 

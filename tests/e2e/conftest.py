@@ -8,6 +8,7 @@ flushed between tests as usual.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,10 +23,40 @@ from .stack import Stack, database_url
 T = TypeVar("T")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
+#: Debian's Chromium unless CHROMIUM names another (scripts/chromium.sh).
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def log_in(page: Any, live: Stack, username: str, password: str) -> None:
+    page.goto(f"{live.origin}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#user-tools")
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium under Playwright. Enter it after the test's ORM work is done."""
+    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is missing (run scripts/chromium.sh)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright is not installed (.venv/bin/pip install playwright)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
 
 @contextmanager
 def running_stack(directory: Path, *, kill_first: bool = False) -> Iterator[Stack]:
-    """Private Redis, daphne serving ``example_project.asgi:application``, two Celery
+    """Private Redis, daphne serving ``tests.testapp.asgi:application``, two Celery
     workers, on the test database; stopped after (``kill_first``: its processes are
     killed, not asked to exit, when nothing waits on a graceful exit)."""
     from django.db import connection
@@ -56,7 +87,7 @@ def live(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture
 def users(tenants: Any) -> dict[str, dict[str, str]]:
     """``seed_demo``'s users (admin, alice of acme, bob of globex): passwords and tokens."""
-    from example_project.shop.management.commands.seed_demo import seed_users
+    from tests.testapp.seed import seed_users
 
     return seed_users()
 

@@ -175,7 +175,7 @@ class Stack:
     database_url: str
     log_dir: Path
     workers: int = 2
-    application: str = "example_project.asgi:application"
+    application: str = "tests.testapp.asgi:application"
     settings: str = "tests.settings"
     debug: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -206,7 +206,7 @@ class Stack:
             if self.redis is None:
                 self.redis = Redis(free_port(), self.log_dir).start()
             workers = [self.spawn(f"worker{i}", [
-                str(BIN / "celery"), "-A", "example_project", "worker", "--pool", "solo",
+                str(BIN / "celery"), "-A", "tests.testapp", "worker", "--pool", "solo",
                 "-n", f"e2e{i}-{self.redis.port}@%h", "--loglevel", "INFO", "--without-gossip",
                 "--without-mingle", *self.worker_args]) for i in range(1, self.workers + 1)]
             daphne, self.port = self.serve("daphne", self.application)

@@ -20,9 +20,9 @@ from django.core import signing
 from django.utils import timezone
 from websockets.exceptions import InvalidStatus
 
-from example_project.shop.models import Refund
 from symfonic_django.models import Run, RunStatus, TurnEvent
 from symfonic_django.tokens import TICKET_SALT, mint_watch_ticket
+from tests.testapp.models import Refund
 
 from ..conftest import paused_run
 from .conftest import in_db, run_async

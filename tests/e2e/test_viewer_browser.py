@@ -10,9 +10,6 @@ Screenshots go to ``artifacts/screenshots/``.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,44 +17,15 @@ import pytest
 
 from symfonic_django.models import Run, RunStatus
 
-from ..conftest import need, paused_run
-from .conftest import ARTIFACTS
+from ..conftest import paused_run
+from .conftest import ARTIFACTS, chromium, log_in
 from .stack import Stack, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
               pytest.mark.django_db(transaction=True)]
 
-#: Debian's Chromium unless CHROMIUM names another (scripts/chromium.sh).
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 SHOTS = ARTIFACTS / "screenshots"
 WORDS = 60  # 0.1 s apart: the page is dropped a few seconds into the stream
-
-
-def log_in(page: Any, live: Stack, username: str, password: str) -> None:
-    page.goto(f"{live.origin}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#user-tools")
-
-
-@contextmanager
-def chromium() -> Iterator[Any]:
-    """Debian's Chromium under Playwright. Enter it after the test's ORM work is done."""
-    need(os.path.exists(CHROMIUM), f"{CHROMIUM} is missing (run scripts/chromium.sh)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, "playwright is not installed (.venv/bin/pip install playwright)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def test_alice_watches_a_resumed_turn_stream_live_and_survives_a_drop(live, users, tmp_path: Path):

@@ -23,9 +23,8 @@ from symfonic_django.datetimes import format_datetime
 from symfonic_django.models import Pause, Run, RunStatus
 
 from ..conftest import paused_run
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, chromium, log_in
 from .stack import Stack, wait_for
-from .test_viewer_browser import chromium, log_in
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
               pytest.mark.django_db(transaction=True)]

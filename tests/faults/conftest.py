@@ -32,16 +32,15 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus, TurnEvent
 from symfonic_django.runs import CONTINUATION_TASK, start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
 
 from ..conftest import paused_run
 from ..e2e.stack import wait_for
-from ..integration.conftest import SUCCEEDED, Worker, Workers
-from ..integration.test_worker_killed import Gate
+from ..integration.conftest import SUCCEEDED, Gate, Worker, Workers
 
 #: "[...: ERROR/MainProcess] Task symfonic_django.run_continuation[<id>] raised unexpected:
 #: OperationalError('...')"

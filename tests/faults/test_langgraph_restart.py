@@ -1,6 +1,6 @@
 """A paused LangGraph agent survives a restart of every process (issue 12, "Restart survival").
 
-The example's ``refund_graph`` runs on a live deployment (``tests/e2e/stack.py``:
+The test app's ``refund_graph`` runs on a live deployment (``tests/e2e/stack.py``:
 a private ``redis-server``, daphne, two Celery workers) on PostgreSQL. A run is
 started over the HTTP API and pauses on a worker. Then every process goes: the
 workers and daphne are killed (SIGKILL: nothing gets to flush or hand anything
@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from example_project.shop.models import Refund
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import GraphCheckpoint, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.threads import checkpoint_thread_id
+from tests.testapp.models import Refund
 
 from ..e2e.conftest import running_stack
 from ..e2e.stack import Stack, wait_for
@@ -50,7 +50,7 @@ RECORDED = [("R-1", Decimal("10.00")), ("R-2", Decimal("5.50"))]
 @pytest.fixture
 def alice_token(tenants: Any) -> str:
     """``seed_demo``'s alice, who may start runs and answer pauses in acme."""
-    from example_project.shop.management.commands.seed_demo import seed_users
+    from tests.testapp.seed import seed_users
 
     return seed_users()["alice"]["token"]
 

@@ -38,8 +38,8 @@ from typing import Any
 import pytest
 from websockets.exceptions import WebSocketException
 
-from example_project.shop.models import Refund
 from symfonic_django.models import Run, RunStatus, TurnEvent
+from tests.testapp.models import Refund
 
 from ..conftest import paused_run
 from ..e2e.conftest import in_db, run_async, running_stack
@@ -73,7 +73,7 @@ def deployment(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture
 def reviewer_token(tenants: Any) -> str:
     """A DRF token of ``seed_demo``'s alice, who may answer acme's pauses."""
-    from example_project.shop.management.commands.seed_demo import seed_users
+    from tests.testapp.seed import seed_users
 
     return seed_users()[REVIEWER]["token"]
 

@@ -53,12 +53,12 @@ from typing import Any
 
 import pytest
 
-from example_project.shop.models import Refund
 from symfonic_django.models import Run, RunStatus, TurnEvent
 from symfonic_django.runs import reap_stale_runs, resend_overdue_runs
+from tests.testapp.models import Refund
 
 from ..e2e.stack import wait_for
-from ..integration.test_worker_killed import Gate
+from ..integration.conftest import Gate
 from .conftest import (
     EVENT_INSERT,
     Lane,

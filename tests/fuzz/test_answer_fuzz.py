@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django import pauses
 from symfonic_django.binding import PauseBinding
 from symfonic_django.exceptions import SymfonicError
 from symfonic_django.models import Pause, PauseKind, PauseStatus, Run, RunStatus
+from tests.testapp.seed import seed_users
 
 from ..conftest import snapshot
 from . import fuzz_settings

@@ -19,9 +19,9 @@ from django.contrib.auth import get_user_model
 from hypothesis import given
 from hypothesis import strategies as st
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django.routing import websocket_urlpatterns
 from symfonic_django.tokens import mint_watch_ticket
+from tests.testapp.seed import seed_users
 
 from ..conftest import paused_run
 from . import fuzz_settings

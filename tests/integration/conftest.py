@@ -1,7 +1,7 @@
 """Real processes for the integration tests.
 
 Every test here talks to the *test* database from other OS processes: spawned
-Python processes (``contenders.py``) and ``celery -A example_project worker``
+Python processes (``contenders.py``) and ``celery -A tests.testapp worker``
 processes on a Redis broker. This module builds their environment, starts and
 always stops the workers, sends them tasks, and waits on the database with a
 bounded timeout (never an unbounded sleep).
@@ -64,7 +64,7 @@ def process_env(*, broker_url: str = "memory://", settings: str = "tests.setting
 
 @dataclass
 class Worker:
-    """One ``celery -A example_project worker`` OS process (its own process group)."""
+    """One ``celery -A tests.testapp worker`` OS process (its own process group)."""
 
     name: str
     proc: subprocess.Popen[bytes]
@@ -112,7 +112,7 @@ class Workers:
         log_path = self.tmp_path / f"worker-{name}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "example_project", "worker",
+                [sys.executable, "-m", "celery", "-A", "tests.testapp", "worker",
                  "--pool", pool, "--concurrency", str(concurrency), "-n", f"{name}@%h",
                  "-Q", self.queue, "--loglevel", "INFO", "--without-gossip",
                  "--without-mingle", "--without-heartbeat", "--prefetch-multiplier", "1"],
@@ -127,7 +127,7 @@ class Workers:
 
     def send(self, task: str, *args: Any, count: int = 1) -> list[str]:
         """Publish ``task(*args)`` ``count`` times to this test's queue; returns the task ids."""
-        from example_project.celery import app
+        from tests.testapp.celery import app
 
         ids = [str(uuid.uuid4()) for _ in range(count)]
         with app.connection_for_write(self.broker_url) as conn:
@@ -177,3 +177,20 @@ def celery_workers(redis_url: str, tmp_path: Path) -> Iterator[Workers]:
         client = redis.Redis.from_url(redis_url)
         for key in client.scan_iter(match=f"*{workers.queue}*"):  # the queue, its bindings
             client.delete(key)
+
+
+class Gate:
+    """A transaction on a connection of its own that holds a lock until it is opened."""
+
+    def __init__(self, sql: str, params: list) -> None:
+        from django.db import connections
+
+        self.conn = connections.create_connection("default")
+        self.conn.set_autocommit(False)
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, params)
+
+    def open(self) -> None:
+        if self.conn.connection is not None:
+            self.conn.rollback()
+            self.conn.close()

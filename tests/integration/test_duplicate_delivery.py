@@ -6,11 +6,11 @@ from collections import Counter
 
 import pytest
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
 
 from .conftest import wait_for
 

@@ -18,8 +18,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from example_project.shop.models import Membership, Tenant
 from symfonic_django.models import Decision, Pause, PauseStatus, Run
+from tests.testapp.models import Membership, Tenant
 
 from ..conftest import paused_run
 from .conftest import process_env

@@ -14,37 +14,20 @@ import time
 import pytest
 from django.utils import timezone
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.models import Pause, Run, RunStatus, TurnEvent
 from symfonic_django.runs import reap_stale_runs, start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
 
 from ..conftest import paused_run
-from .conftest import wait_for
+from .conftest import Gate, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
               pytest.mark.django_db(transaction=True)]
 
 LEASE_SECONDS = 3  # the workers' lease; their heartbeat renews it every second
 REDELIVERING = "tests.integration.redelivery_settings"
-
-
-class Gate:
-    """A transaction on a connection of its own that holds a lock until it is opened."""
-
-    def __init__(self, sql: str, params: list) -> None:
-        from django.db import connections
-
-        self.conn = connections.create_connection("default")
-        self.conn.set_autocommit(False)
-        with self.conn.cursor() as cursor:
-            cursor.execute(sql, params)
-
-    def open(self) -> None:
-        if self.conn.connection is not None:
-            self.conn.rollback()
-            self.conn.close()
 
 
 def events(run: Run) -> list[TurnEvent]:

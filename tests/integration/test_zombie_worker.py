@@ -35,15 +35,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.models import Pause, Run, RunRetry, RunStatus, TurnEvent
 from symfonic_django.runs import CONTINUATION_TASK, reap_stale_runs, retry, start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
 
 from ..e2e.stack import wait_for
-from .conftest import Worker, Workers
-from .test_worker_killed import Gate
+from .conftest import Gate, Worker, Workers
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
               pytest.mark.django_db(transaction=True)]
@@ -76,7 +75,7 @@ class Session:
     @property
     def in_transaction(self) -> bool:
         return self.state.startswith("idle in transaction") or self.waiting_on_lock or (
-            self.state == "active" and '"shop_refund"' in self.query)
+            self.state == "active" and '"testapp_refund"' in self.query)
 
 
 def zombie_sessions() -> list[Session]:
@@ -168,7 +167,7 @@ def freeze_and_reap(kind: str, zombie: Worker, workers: Workers, tenants: dict[s
                      .exists(), timeout=30, what="tool.started", detail=workers.logs,
                      interval=0.0002)
         else:
-            wait_for(lambda: zombie_waits_on('INSERT INTO "shop_refund"'), timeout=30,
+            wait_for(lambda: zombie_waits_on('INSERT INTO "testapp_refund"'), timeout=30,
                      what="the refund insert to wait on the gate", detail=workers.logs)
             if kind == "holding_run_lock":
                 run_gate = Gate(RUN_GATE_SQL, [str(run_id)])

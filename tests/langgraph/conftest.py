@@ -8,17 +8,20 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.conninfo import make_conninfo
 
+from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, TurnEvent
 from symfonic_django.runs import start_run
 from symfonic_django.scopes import scope_key
 from symfonic_django.threads import checkpoint_thread_id
 from symfonic_django.turns import execute_run
 
-from .graphs import AGENTS, CALLS, FAIL_ONCE
+from .docs_project import project  # noqa: F401  (docs/langgraph.md's project: a fixture)
+from .graphs import AGENTS, CALLS, FAIL_ONCE, questions_graph
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +63,16 @@ def types_of(run: Run) -> list[str]:
 def checkpoint_key(thread_id: str, scope: str = "acme") -> str:
     """The key the checkpointer holds the caller's ``thread_id`` of ``scope`` under."""
     return checkpoint_thread_id(scope_key(scope), thread_id)
+
+
+def moved_on_outside_the_app(thread_id: str, graph_input: Any) -> None:
+    """Another program drives acme's thread (by its checkpointer key) with new input: its
+    pending interrupt is dropped."""
+    graph = questions_graph().copy(update={"checkpointer": DjangoSaver()})
+    # async_to_sync, as a turn runs: the saver's queries come back to this thread's
+    # connection, inside the test's transaction.
+    async_to_sync(graph.ainvoke)(graph_input,
+                                 {"configurable": {"thread_id": checkpoint_key(thread_id)}})
 
 
 def thread_rows(thread_id: str, scope: str = "acme") -> tuple[list[Any], list[Any]]:

@@ -43,7 +43,7 @@ FAIL_ONCE: set[str] = set()
 
 
 def record_refund(order_id: str, amount: Any) -> dict[str, Any]:
-    from example_project.shop.models import Refund
+    from tests.testapp.models import Refund
 
     refund = Refund.objects.create(order_id=order_id, amount=amount, run_id=uuid.uuid4())
     return {"refund_id": refund.pk, "order_id": order_id}

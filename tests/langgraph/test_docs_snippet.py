@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -31,72 +28,27 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Refund
 from symfonic_django import pauses, runs
 from symfonic_django.agents.langgraph import langgraph_agent
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import Decision, Pause, PauseKind, Run, RunStatus
+from tests.testapp.models import Refund
+from tests.testapp.seed import seed_users
 
+from ..admin_pages import login, page
 from ..conftest import snapshot
-from ..test_admin import login, page
 from .conftest import continue_run, events_of, pauses_of, run_turn
+from .docs_project import (
+    DOC,
+    MAX_LINES,
+    ONE_REFUND,
+    SNIPPET,
+    file_blocks,
+    python_blocks,
+)
 from .graphs import CALLS, FAIL_ONCE, flaky_check, orders_input, propose
 
 pytestmark = pytest.mark.django_db
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "langgraph.md"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-TARGET = re.compile(r"^# (proj/[\w/]+\.py)$")
-
-#: The acceptance of issue 12: the agent module and its SYMFONIC entry in under 20 lines.
-SNIPPET = ("proj/agents.py", "proj/settings.py")
-MAX_LINES = 19
-
-#: What the snippet leaves to the project.
-SUPPLIED = {
-    "proj/__init__.py": "",
-    "proj/llm.py": "from tests.langgraph.graphs import ScriptedChatModel\n\n"
-                   "model = ScriptedChatModel()\n",
-    "proj/payments.py": "from tests.langgraph.graphs import CALLS, record_refund\n\n\n"
-                        "def make_refund(order_id, amount):\n"
-                        "    CALLS['refund'] += 1\n"
-                        "    return record_refund(order_id, amount)\n",
-}
-#: The blocks of the doc the project is made of.
-PROJECT = ("proj/agents.py", "proj/tools.py")
-
-
-def python_blocks() -> list[str]:
-    return [body for language, body in FENCE.findall(DOC.read_text()) if language == "python"]
-
-
-def file_blocks() -> dict[str, str]:
-    """The doc's python blocks whose first line names a file under ``proj/``, by path."""
-    found = {}
-    for body in python_blocks():
-        target = TARGET.match(body.partition("\n")[0])
-        if target:
-            found[target.group(1)] = body
-    return found
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[None]:
-    """The snippet's ``proj`` package on the path, its settings block applied."""
-    blocks = file_blocks()
-    for path, text in {**SUPPLIED, **{path: blocks[path] for path in PROJECT}}.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    namespace: dict[str, Any] = {}
-    exec(blocks["proj/settings.py"], namespace)
-    settings.SYMFONIC = {**settings.SYMFONIC, "AGENTS": {
-        **settings.SYMFONIC["AGENTS"], **namespace["SYMFONIC"]["AGENTS"]}}
-    yield
-    for name in [n for n in sys.modules if n == "proj" or n.startswith("proj.")]:
-        del sys.modules[name]
-
 
 def test_the_snippet_is_under_20_lines():
     blocks = file_blocks()
@@ -130,7 +82,6 @@ def test_the_snippet_puts_a_create_agent_agent_behind_the_app(project):
 
 # --- section 1, "What a reviewer sees": the review page of the doc's agent -----------------
 
-ONE_REFUND = {"refunds": [{"order_id": "A-1", "amount": 10}]}
 
 
 @pytest.fixture

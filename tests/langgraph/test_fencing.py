@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses, runs
 from symfonic_django.agents.fencing import fenced_tool
 from symfonic_django.exceptions import InteractionConfigurationError
 from symfonic_django.models import RunStatus, ToolResult
+from tests.testapp.models import Refund
 
 from .conftest import continue_run, events_of, pauses_of, run_turn
 from .graphs import CALLS, FAIL_ONCE, refund

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Refund
 from symfonic_django.models import Decision, Pause, PauseKind, Run, RunStatus
+from tests.testapp.models import Refund
+from tests.testapp.seed import seed_users
 
 from .conftest import continue_run, events_of, pauses_of, run_turn
 

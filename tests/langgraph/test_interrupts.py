@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.models import PauseKind, PauseStatus, Run, RunStatus, ToolResult
+from tests.testapp.models import Refund
 
 from .conftest import continue_run, events_of, pauses_of, run_turn, thread_rows, types_of
 from .graphs import CALLS

@@ -5,30 +5,23 @@ docs/design.md section 6, so the reason goes in the message rather than in a key
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from asgiref.sync import async_to_sync
 
 from symfonic_django import pauses, runs
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.exceptions import ResumeRefused
 from symfonic_django.models import Pause, Run, RunStatus
 
-from .conftest import checkpoint_key, continue_run, events_of, pauses_of, run_turn
-from .graphs import questions_graph
+from .conftest import (
+    checkpoint_key,
+    continue_run,
+    events_of,
+    moved_on_outside_the_app,
+    pauses_of,
+    run_turn,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-def moved_on_outside_the_app(thread_id: str, graph_input: Any) -> None:
-    """Another program drives acme's thread (by its checkpointer key) with new input: its
-    pending interrupt is dropped."""
-    graph = questions_graph().copy(update={"checkpointer": DjangoSaver()})
-    # async_to_sync, as a turn runs: the saver's queries come back to this thread's
-    # connection, inside the test's transaction.
-    async_to_sync(graph.ainvoke)(graph_input,
-                                 {"configurable": {"thread_id": checkpoint_key(thread_id)}})
 
 
 def never_asked(thread_id: str) -> Pause:

@@ -9,15 +9,22 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Refund
 from symfonic_django import pauses, runs
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import Pause, PauseStatus, Run, RunStatus, ToolResult
+from tests.testapp.models import Refund
+from tests.testapp.seed import seed_users
 
 from ..conftest import snapshot
-from .conftest import checkpoint_key, continue_run, events_of, pauses_of, run_turn, thread_rows
-from .test_refusal_reasons import moved_on_outside_the_app
+from .conftest import (
+    checkpoint_key,
+    continue_run,
+    events_of,
+    moved_on_outside_the_app,
+    pauses_of,
+    run_turn,
+    thread_rows,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -17,14 +17,14 @@ from django.db import connection
 from langgraph.checkpoint.memory import InMemorySaver
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
-from example_project.shop.models import Refund
 from symfonic_django import pauses
 from symfonic_django.agents.langgraph import langgraph_agent
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, RunStatus
 from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
+from tests.testapp.seed import seed_users
 
 from ..conftest import snapshot
 from .conftest import (

@@ -27,7 +27,6 @@ from langgraph.types import Interrupt
 from pydantic import BaseModel, Field
 from rest_framework.test import APIClient
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django import hitl
 from symfonic_django.agents.langgraph import (
     DEFAULT_DESCRIPTION_PREFIX,
@@ -38,9 +37,10 @@ from symfonic_django.agents.langgraph import (
 )
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.models import Decision, Pause, Run, RunStatus
+from tests.testapp.seed import seed_users
 
+from ..admin_pages import login, page
 from ..conftest import snapshot
-from ..test_admin import login, page
 from .conftest import continue_run, events_of, pauses_of, run_turn
 from .graphs import CALLS, ScriptedChatModel, refunds_input
 

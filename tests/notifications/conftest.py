@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from example_project.shop.management.commands.seed_demo import seed_users
+from tests.testapp.seed import seed_users
 
 #: A Standard Webhooks secret: "whsec_" and the base64 of 32 bytes.
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
@@ -110,7 +110,7 @@ def reviewers(tenants: Any) -> dict[str, Any]:
     for name in ("alice", "bob"):
         User.objects.filter(username=name).update(email=f"{name}@example.com")
     carol = User.objects.create_user("carol", email="carol@example.com", is_staff=True)
-    from example_project.shop.models import Membership
+    from tests.testapp.models import Membership
 
     Membership.objects.create(user=carol, tenant=tenants["acme"])
     return {u.username: u for u in User.objects.all()}

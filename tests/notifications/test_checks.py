@@ -15,7 +15,7 @@ from symfonic_django.conf import NOTIFY_DEFAULTS
 
 from .conftest import SECRET, SITE_URL
 
-REVIEWER_EMAILS = "example_project.shop.scopes.reviewer_emails"
+REVIEWER_EMAILS = "tests.testapp.scopes.reviewer_emails"
 KNOWN = ", ".join(sorted(NOTIFY_DEFAULTS))
 HOOK = {"NAME": "ops", "URL": "https://hooks.example.com/symfonic", "SECRET": SECRET}
 
@@ -90,12 +90,12 @@ def test_a_longest_wait_below_the_first_is_an_e101() -> None:
         "The longest wait between attempts is at least the first.")]
 
 
-@notify(REVIEWER_EMAILS="example_project.shop.scopes.no_such_function")
+@notify(REVIEWER_EMAILS="tests.testapp.scopes.no_such_function")
 def test_a_reviewer_emails_path_that_does_not_import_is_an_e002() -> None:
     errors = check_notifications()
     assert [e.id for e in errors] == ["symfonic_django.E002"]
     assert errors[0].msg.startswith("SYMFONIC['NOTIFY']['REVIEWER_EMAILS'] = "
-                                    "'example_project.shop.scopes.no_such_function' cannot be "
+                                    "'tests.testapp.scopes.no_such_function' cannot be "
                                     "imported: ")
 
 

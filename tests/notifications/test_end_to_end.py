@@ -1,7 +1,7 @@
 """Notifications end to end: a real Celery worker process delivers them to real servers.
 
 A pause is requested in this process (its first turn, in-process); a
-``celery -A example_project worker`` process on Redis makes the deliveries:
+``celery -A tests.testapp worker`` process on Redis makes the deliveries:
 the email to a real SMTP server (``aiosmtpd``) through Django's SMTP backend,
 and the webhooks to real HTTP receivers on free ports of 127.0.0.1. One
 receiver fails three times (HTTP 500) and gets the fourth attempt, through
@@ -24,10 +24,10 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from standardwebhooks import Webhook
 
-from example_project.shop.management.commands.seed_demo import seed_users
 from symfonic_django import pauses
 from symfonic_django.models import DeliveryAttempt, DeliveryStatus, NotificationDelivery
 from symfonic_django.notifications import DELIVER_TASK
+from tests.testapp.seed import seed_users
 
 from ..conftest import paused_run
 from ..e2e.stack import free_port, wait_for
@@ -88,7 +88,7 @@ def test_email_and_webhooks_reach_real_servers_a_failing_receiver_gets_the_fourt
     failing, trusted = receivers
     notify = {
         "SITE_URL": SITE_URL,
-        "REVIEWER_EMAILS": "example_project.shop.scopes.reviewer_emails",
+        "REVIEWER_EMAILS": "tests.testapp.scopes.reviewer_emails",
         "RETRY_BACKOFF": BACKOFF, "RETRY_BACKOFF_MAX": 1, "MAX_ATTEMPTS": 4, "TIMEOUT": 5,
         "WEBHOOKS": [
             {"NAME": "flaky", "URL": failing.url, "SECRET": SECRET},

@@ -40,7 +40,7 @@ from .conftest import SECRET, SITE_URL, Receiver, endpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-REVIEWER_EMAILS = "example_project.shop.scopes.reviewer_emails"
+REVIEWER_EMAILS = "tests.testapp.scopes.reviewer_emails"
 
 
 def deliveries(event_type: str | None = None, **filters: Any) -> list[NotificationDelivery]:

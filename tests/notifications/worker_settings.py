@@ -3,7 +3,7 @@
 ``tests.settings`` with the test's ``SYMFONIC["NOTIFY"]`` (its webhook
 endpoints, short backoff), given as JSON in ``SYMFONIC_TEST_NOTIFY``; the
 SMTP server comes from ``EMAIL_BACKEND``, ``EMAIL_HOST`` and ``EMAIL_PORT``,
-which the example's settings read from the environment.
+which the suite's settings read from the environment.
 """
 
 import json

@@ -63,7 +63,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from example_project.shop.models import Membership, Tenant
 from symfonic_django import pauses, request_pause
 from symfonic_django.conf import ALL_SCOPES
 from symfonic_django.events import MessageDelta, TurnCompleted
@@ -82,6 +81,7 @@ from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunStatus
 from symfonic_django.runs import start_run
 from symfonic_django.scopes import reviewer_scope_keys
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Membership, Tenant
 
 EXAMPLES = int(os.environ.get("SYMFONIC_PROPERTY_EXAMPLES") or 200)
 STEPS = int(os.environ.get("SYMFONIC_PROPERTY_STEPS") or 12)

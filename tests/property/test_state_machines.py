@@ -64,7 +64,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from example_project.shop.models import Refund
 from symfonic_django import events as ev
 from symfonic_django import pauses, runs
 from symfonic_django.exceptions import (
@@ -77,6 +76,7 @@ from symfonic_django.exceptions import (
 from symfonic_django.models import Decision, Pause, PauseStatus, Run, RunRetry, RunStatus, TurnEvent
 from symfonic_django.runs import LeaseLost
 from symfonic_django.turns import execute_run
+from tests.testapp.models import Refund
 
 #: Examples (machines) and steps per example. The defaults keep this file well under a
 #: minute on SQLite and PostgreSQL; the long CI leg raises them through the environment.

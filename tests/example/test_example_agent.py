@@ -9,7 +9,7 @@ from symfonic_django import pauses
 from symfonic_django.models import Run, RunStatus, TurnEvent
 from symfonic_django.turns import execute_run
 
-from .conftest import paused_run
+from ..conftest import paused_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

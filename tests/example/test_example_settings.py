@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 READ = ("import json, example_project.settings as s; "
         "print(json.dumps({'debug': s.DEBUG, 'key': s.SECRET_KEY}))")
 

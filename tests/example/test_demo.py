@@ -37,7 +37,7 @@ from symfonic_django.models import (
 )
 from symfonic_django.turns import execute_run
 
-from .conftest import paused_run
+from ..conftest import paused_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -40,7 +40,14 @@ from symfonic_django.runs import start_run
 from symfonic_django.turns import execute_run
 
 from ..conftest import snapshot
-from .conftest import checkpoint_key, continue_run, events_of, pauses_of, run_turn, thread_rows
+from ..langgraph.conftest import (
+    checkpoint_key,
+    continue_run,
+    events_of,
+    pauses_of,
+    run_turn,
+    thread_rows,
+)
 
 pytestmark = pytest.mark.django_db
 
