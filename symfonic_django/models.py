@@ -1,8 +1,9 @@
 """Runs, pauses, their events and the audit trail.
 
-Statuses are written only by the two state machines: ``runs.py`` (every run
-status, including the continuation a settled pause asks it for) and
-``pauses.py`` (every pause status). Everything else reads.
+Statuses are written only by the state machines, through ``transitions.Machine.move``:
+``runs.py`` (every run status, including the continuation a settled pause asks it for),
+``pauses/`` (every pause status) and ``notifications/`` (a delivery's). Everything else
+reads.
 """
 
 from __future__ import annotations
@@ -544,7 +545,7 @@ class ToolResult(models.Model):
         return self.completed_at is not None
 
 
-# --- notifications (notifications.py) ------------------------------------------------------
+# --- notifications (notifications/) -------------------------------------------------------
 
 class DeliveryChannel(models.TextChoices):
     EMAIL = "email", _("Email")

@@ -170,11 +170,8 @@ def abandon(dead: list[Run], *, code: str, now: datetime | None = None) -> None:
         return
     now = now or timezone.now()
     error = {"code": code, "message": ABANDON_MESSAGES[code]}
-    if MACHINE.move([run.pk for run in dead], "abandon", now=now, finished_at=now,
-                    error=error) != len(dead):
+    if not MACHINE.move_rows(dead, "abandon", now=now, finished_at=now, error=error):
         raise RuntimeError("a run left 'paused' while its row was locked")
-    for run in dead:
-        run.status, run.error, run.finished_at, run.updated_at = FAILED, error, now, now
     signals.send_each_on_commit(signals.run_failed, Run, (
         {"run": run, "code": code, "message": error["message"]} for run in dead))
 
@@ -199,13 +196,10 @@ def claim(run_id: Any, worker: str) -> Run | None:
             return None
         lease_until = now + timedelta(seconds=settings.LEASE_SECONDS)
         # The epoch in the guard makes the claim exact where there are no row locks.
-        if not MACHINE.move([run.pk], "claim", now=now, guard=Q(epoch=run.epoch),
-                            epoch=run.epoch + 1, worker=worker, started_at=now,
-                            lease_until=lease_until, resend_after=None):
+        if not MACHINE.move_rows([run], "claim", now=now, guard=Q(epoch=run.epoch),
+                                 epoch=run.epoch + 1, worker=worker, started_at=now,
+                                 lease_until=lease_until, resend_after=None):
             return None
-        run.status, run.epoch, run.worker = RUNNING, run.epoch + 1, worker
-        run.started_at, run.lease_until, run.resend_after = now, lease_until, None
-        run.updated_at = now
         resumed = str(run.resumed_from_id) if run.resumed_from_id else None
         # Only a claim starts a run's events, so on its first claim (epoch 1) a run has
         # none; a retried run continues its stream after the turn.failed it ended with.
@@ -338,14 +332,12 @@ def _reap(run_id: Any, now: datetime) -> bool:
             return False  # renewed, ended, or held by a fenced write right now
         message = f"worker {run.worker or '?'} stopped renewing its lease"
         error = {"code": "lease_expired", "message": message}
-        if not MACHINE.move([run.pk], "reap", now=now, finished_at=now, lease_until=None,
-                            error=error):
+        if not MACHINE.move_rows([run], "reap", now=now, finished_at=now, lease_until=None,
+                                 error=error):
             return False
         seq = ev.next_seq(run.pk)
         ev.append(run, seq, ev.TurnFailed(code="lease_expired", message=message))
         transaction.on_commit(partial(ev.ring, run.pk, seq))
-        run.status, run.error, run.finished_at, run.lease_until = FAILED, error, now, None
-        run.updated_at = now
         signals.send_on_commit(signals.run_failed, Run, run=run, code="lease_expired",
                                message=message)
     return True

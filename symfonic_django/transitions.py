@@ -15,7 +15,7 @@ package writes a ``status`` (``tests/test_runs.py`` parses the package to hold i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -58,3 +58,18 @@ class Machine(Generic[M]):
         if guard is not None:
             matching = matching.filter(guard)
         return matching.update(status=step.target, updated_at=now, **changes)
+
+    def move_rows(self, rows: Sequence[M], edge: str, *, now: datetime, guard: Q | None = None,
+                  **changes: Any) -> bool:
+        """``move`` for ``rows`` the caller holds: whether every one of them moved. Only
+        then are they left as the UPDATE left their rows (the status, ``updated_at`` and
+        ``changes``), without reading them back; ``changes`` must be values, not expressions.
+        """
+        if self.move([row.pk for row in rows], edge, now=now, guard=guard,
+                     **changes) != len(rows):
+            return False
+        for row in rows:
+            for name, value in {"status": self.edges[edge].target, "updated_at": now,
+                                **changes}.items():
+                setattr(row, name, value)
+        return True

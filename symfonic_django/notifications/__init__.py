@@ -28,55 +28,23 @@ the admin that call it.
 The modules: ``types`` (the event types), ``settings``, ``machine`` (a delivery's
 edges), ``payloads`` (what is said), ``outbox`` (who is told, the delivery rows),
 ``receivers``, ``sending`` (an email, a signed webhook), ``attempts``, ``redelivery``
-and ``reminders`` (the reminders sweep). This package re-exports their public names.
+and ``reminders`` (the reminders sweep). This package re-exports the names the app's
+other modules, the tasks and the tests use.
 """
 
 from ..exceptions import NotRedeliverable
 from . import receivers  # noqa: F401  (connects the signal receivers)
-from .attempts import ERROR_CHARS, Outcome, attempt
-from .machine import DELIVERED, EDGES, FAILED, MACHINE, PENDING
-from .outbox import (
-    BATCH,
-    DELIVER_TASK,
-    announce,
-    deliveries,
-    escalation_addresses,
-    reviewer_addresses,
-    store,
-)
-from .payloads import SUMMARY_CHARS, pause_data, run_data, summary
+from .attempts import Outcome, attempt
+from .machine import EDGES
+from .outbox import DELIVER_TASK, announce
 from .redelivery import SEND_DUE_GRACE, redeliver, send_due
 from .reminders import Sweep, send_reminders
-from .sending import (
-    EMAIL_TEMPLATES,
-    USER_AGENT,
-    DeliveryError,
-    email_message,
-    signed_headers,
-    webhook_body,
-    webhook_id,
-)
-from .settings import ATTEMPT_LEASE_TIMEOUTS, Endpoint, NotifySettings, notify_settings
-from .types import (
-    EVENT_TYPES,
-    PAUSE_ANSWERED,
-    PAUSE_ESCALATED,
-    PAUSE_EXPIRED,
-    PAUSE_REMINDER,
-    PAUSE_REQUESTED,
-    RUN_COMPLETED,
-    RUN_FAILED,
-    TOKEN_EVENTS,
-)
+from .settings import Endpoint, NotifySettings, notify_settings
+from .types import EVENT_TYPES, PAUSE_ESCALATED, PAUSE_REMINDER, PAUSE_REQUESTED, TOKEN_EVENTS
 
 __all__ = [
-    "ATTEMPT_LEASE_TIMEOUTS", "BATCH", "DELIVERED", "DELIVER_TASK", "EDGES", "EMAIL_TEMPLATES",
-    "ERROR_CHARS", "EVENT_TYPES", "FAILED", "MACHINE", "PAUSE_ANSWERED", "PAUSE_ESCALATED",
-    "PAUSE_EXPIRED", "PAUSE_REMINDER", "PAUSE_REQUESTED", "PENDING", "RUN_COMPLETED",
-    "RUN_FAILED", "SEND_DUE_GRACE", "SUMMARY_CHARS", "TOKEN_EVENTS", "USER_AGENT",
-    "DeliveryError", "Endpoint", "NotRedeliverable", "NotifySettings", "Outcome", "Sweep",
-    "announce", "attempt", "deliveries", "email_message", "escalation_addresses",
-    "notify_settings", "pause_data", "redeliver", "reviewer_addresses", "run_data",
-    "send_due", "send_reminders", "signed_headers", "store", "summary", "webhook_body",
-    "webhook_id",
+    "DELIVER_TASK", "EDGES", "EVENT_TYPES", "PAUSE_ESCALATED", "PAUSE_REMINDER",
+    "PAUSE_REQUESTED", "SEND_DUE_GRACE", "TOKEN_EVENTS", "Endpoint", "NotRedeliverable",
+    "NotifySettings", "Outcome", "Sweep", "announce", "attempt", "notify_settings",
+    "redeliver", "send_due", "send_reminders",
 ]

@@ -22,7 +22,7 @@ from ..exceptions import AlreadyAnswered, InvalidAnswer, PayloadTooLarge
 from ..models import AnsweredVia, Decision, Pause, PauseKind, Run
 from ..scopes import started_run
 from .guards import label, lookup, refuse_closed, refuse_unless_reviewer
-from .machine import EDGES, MACHINE, PENDING, Resolution
+from .machine import MACHINE, PENDING, Resolution
 from .quorum import count_approval, lets_run, refuse_edit_past_quorum
 from .settling import settle
 
@@ -111,17 +111,13 @@ def _leave(pause: Pause, edge: str, *, answer: Any, action: str, actor: Any, use
            via: str, comment: str, now: datetime) -> Decision:
     """Take ``edge`` for the locked ``pause`` and record its ``Decision``; ``pause`` is left
     as this transaction leaves its row."""
-    if not MACHINE.move([pause.pk], edge, now=now, answer=answer, answered_by=user,
-                        answered_via=via, answered_at=now):
+    if not MACHINE.move_rows([pause], edge, now=now, answer=answer, answered_by=user,
+                             answered_via=via, answered_at=now):
         raise AlreadyAnswered()  # SQLite has no row locks: the conditional UPDATE is the claim
-    decision = Decision.objects.create(
+    return Decision.objects.create(
         pause=pause, scope_key=pause.scope_key, actor=user,
         actor_label=label(actor) or via, via=via, action=action, answer=answer,
         comment=comment, created_at=now)
-    # The row as this transaction leaves it, without reading it back.
-    pause.status, pause.answer, pause.answered_via = EDGES[edge].target, answer, via
-    pause.answered_by, pause.answered_at, pause.updated_at = user, now, now
-    return decision
 
 
 def _announce(pause: Pause, edge: str, decision: Decision, continuation: Run | None) -> None:

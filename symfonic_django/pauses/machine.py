@@ -39,17 +39,13 @@ def leave_all(pauses: list[Pause], edge: str, *, action: str, now: datetime,
     a shortfall would mean neither held, and raises before anything commits.
     ``pauses`` are left as this transaction leaves their rows.
     """
-    if MACHINE.move([pause.pk for pause in pauses], edge, now=now, answer=answer,
-                    answered_via=AnsweredVia.SYSTEM, answered_at=now) != len(pauses):
+    if not MACHINE.move_rows(pauses, edge, now=now, answer=answer,
+                             answered_via=AnsweredVia.SYSTEM, answered_at=now):
         raise AlreadyAnswered()
-    decisions = Decision.objects.bulk_create(
+    return Decision.objects.bulk_create(
         Decision(pause=pause, scope_key=pause.scope_key, via=AnsweredVia.SYSTEM, action=action,
                  actor_label="system", answer=answer, comment=comment, created_at=now)
         for pause in pauses)
-    for pause in pauses:
-        pause.status, pause.answer = EDGES[edge].target, answer
-        pause.answered_via, pause.answered_at, pause.updated_at = AnsweredVia.SYSTEM, now, now
-    return decisions
 
 
 @dataclass(frozen=True)
