@@ -18,6 +18,7 @@ SUMMARY_CHARS = 200
 
 
 def iso(moment: datetime | None) -> str | None:
+    """A moment as every payload writes it: UTC, milliseconds, ``Z``."""
     if moment is None:
         return None
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
