@@ -1,10 +1,10 @@
 """Runs, pauses, their events and the audit trail.
 
-Statuses are written only by the two state machines: ``runs.py`` (every run
-status, including the continuation a settled pause asks it for) and
-``pauses.py`` (every pause status). Everything else reads. A check constraint holds
-each status column to its choices, so the database refuses any other value, whoever
-writes it.
+Statuses are written only by the state machines, through ``transitions.Machine.move``:
+``runs.py`` (every run status, including the continuation a settled pause asks it for),
+``pauses/`` (every pause status) and ``notifications/`` (a delivery's). Everything else
+reads. A check constraint holds each status column to its choices, so the database
+refuses any other value, whoever writes it.
 """
 
 from __future__ import annotations
@@ -553,7 +553,7 @@ class ToolResult(models.Model):
         return self.completed_at is not None
 
 
-# --- notifications (notifications.py) ------------------------------------------------------
+# --- notifications (notifications/) -------------------------------------------------------
 
 class DeliveryChannel(models.TextChoices):
     EMAIL = "email", _("Email")

@@ -10,7 +10,7 @@
     paused  --abandon-->  failed       (a pause was cancelled, or expired with ON_EXPIRE=fail)
     failed  --retry-->    queued       (an operator, audited as a ``RunRetry``; attempts + 1)
 
-Each edge is one conditional UPDATE (``WHERE status = <source>``), so of two
+Each edge is one conditional UPDATE (``transitions.Machine.move``), so of two
 writers racing over a run exactly one moves it. The claim and the reaper take
 the run's row lock (``select_for_update``), as does ``hold_lease``, the check
 ``turns.fenced`` makes right before it commits: a fenced side effect commits
@@ -25,7 +25,6 @@ commit, never by importing them.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -42,17 +41,12 @@ from .exceptions import InvalidRunInput, RunNotRetryable
 from .models import AnsweredVia, Pause, Run, RunRetry, RunStatus
 from .pg import set_local_timeout
 from .scopes import scope_key
+from .transitions import Edge, Machine
 
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, PAUSED = RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED
 COMPLETED, FAILED = RunStatus.COMPLETED, RunStatus.FAILED
-
-
-@dataclass(frozen=True)
-class Edge:
-    source: str
-    target: str
 
 
 #: The allowed edges, by name. Nothing else changes a run's status.
@@ -65,6 +59,7 @@ EDGES: dict[str, Edge] = {
     "abandon": Edge(PAUSED, FAILED),
     "retry": Edge(FAILED, QUEUED),
 }
+MACHINE = Machine(Run.objects, EDGES)
 
 #: The edge that ends a turn with each terminal event.
 ENDING_EDGE = {ev.TurnCompleted.type: "complete", ev.TurnPaused.type: "pause",
@@ -84,20 +79,6 @@ BATCH = 500
 
 class LeaseLost(Exception):
     """This worker no longer owns the run: the reaper failed it, or it already ended."""
-
-
-def _move(run_ids: list[Any], edge: str, *, now: datetime, guard: Q | None = None,
-          **changes: Any) -> int:
-    """Take ``edge`` for those of the runs at its source (and matching ``guard``); returns
-    how many moved.
-
-    The one place a run's status is written.
-    """
-    step = EDGES[edge]
-    matching = Run.objects.filter(pk__in=run_ids, status=step.source)
-    if guard is not None:
-        matching = matching.filter(guard)
-    return matching.update(status=step.target, updated_at=now, **changes)
 
 
 def _send(run_id: Any, *, continuation: bool) -> bool:
@@ -190,11 +171,8 @@ def abandon(dead: list[Run], *, code: str, now: datetime | None = None) -> None:
         return
     now = now or timezone.now()
     error = {"code": code, "message": ABANDON_MESSAGES[code]}
-    if _move([run.pk for run in dead], "abandon", now=now, finished_at=now,
-             error=error) != len(dead):
+    if not MACHINE.move_rows(dead, "abandon", now=now, finished_at=now, error=error):
         raise RuntimeError("a run left 'paused' while its row was locked")
-    for run in dead:
-        run.status, run.error, run.finished_at, run.updated_at = FAILED, error, now, now
     signals.send_each_on_commit(signals.run_failed, Run, (
         {"run": run, "code": code, "message": error["message"]} for run in dead))
 
@@ -219,12 +197,10 @@ def claim(run_id: Any, worker: str) -> Run | None:
             return None
         lease_until = now + timedelta(seconds=settings.LEASE_SECONDS)
         # The epoch in the guard makes the claim exact where there are no row locks.
-        if not _move([run.pk], "claim", now=now, guard=Q(epoch=run.epoch), epoch=run.epoch + 1,
-                     worker=worker, started_at=now, lease_until=lease_until, resend_after=None):
+        if not MACHINE.move_rows([run], "claim", now=now, guard=Q(epoch=run.epoch),
+                                 epoch=run.epoch + 1, worker=worker, started_at=now,
+                                 lease_until=lease_until, resend_after=None):
             return None
-        run.status, run.epoch, run.worker = RUNNING, run.epoch + 1, worker
-        run.started_at, run.lease_until, run.resend_after = now, lease_until, None
-        run.updated_at = now
         resumed = str(run.resumed_from_id) if run.resumed_from_id else None
         # Only a claim starts a run's events, so on its first claim (epoch 1) a run has
         # none; a retried run continues its stream after the turn.failed it ended with.
@@ -300,7 +276,7 @@ def end(run: Run, epoch: int, seq: int, event: ev.Event, *, now: datetime | None
     # Inside the caller's transaction when there is one (a paused turn settles in it),
     # without a savepoint; the refusal is raised after the block, which wrote nothing.
     with transaction.atomic(savepoint=False):
-        moved = _move([run.pk], edge, now=now, guard=Q(epoch=epoch), **changes)
+        moved = MACHINE.move([run.pk], edge, now=now, guard=Q(epoch=epoch), **changes)
         if moved:
             ev.append(run, seq, event)
     if not moved:
@@ -351,13 +327,12 @@ def _reap(run_id: Any, now: datetime) -> bool:
             return False  # renewed, ended, or held by a fenced write right now
         message = f"worker {run.worker or '?'} stopped renewing its lease"
         error = {"code": "lease_expired", "message": message}
-        if not _move([run.pk], "reap", now=now, finished_at=now, lease_until=None, error=error):
+        if not MACHINE.move_rows([run], "reap", now=now, finished_at=now, lease_until=None,
+                                 error=error):
             return False
         seq = ev.next_seq(run.pk)
         ev.append(run, seq, ev.TurnFailed(code="lease_expired", message=message))
         transaction.on_commit(partial(ev.ring, run.pk, seq))
-        run.status, run.error, run.finished_at, run.lease_until = FAILED, error, now, None
-        run.updated_at = now
         signals.send_on_commit(signals.run_failed, Run, run=run, code="lease_expired",
                                message=message)
     return True
@@ -403,9 +378,9 @@ def retry(run_id: Any, *, actor: Any = None, via: str = AnsweredVia.PYTHON,
             state = "unknown" if run is None else run.status
             raise RunNotRetryable(f"Only a failed run can be retried; this one is {state}.")
         previous = run.error
-        if not _move([run.pk], "retry", now=now, attempts=F("attempts") + 1, error=None,
-                     finished_at=None, lease_until=None, worker="", sent_at=now,
-                     sends=F("sends") + 1, resend_after=now + RESEND_AFTER):
+        if not MACHINE.move([run.pk], "retry", now=now, attempts=F("attempts") + 1, error=None,
+                            finished_at=None, lease_until=None, worker="", sent_at=now,
+                            sends=F("sends") + 1, resend_after=now + RESEND_AFTER):
             raise RunNotRetryable("The run changed while it was being retried.")
         run.refresh_from_db()
         user = actor if getattr(actor, "pk", None) is not None else None

@@ -17,7 +17,7 @@ Stable ids, each with a hint:
 - ``symfonic_django.W008`` DRF's ``NUM_PROXIES`` unset: a client names its own address
   in ``X-Forwarded-For`` and gets a fresh ``resume/`` budget each time
 
-Notifications (``SYMFONIC["NOTIFY"]``, ``notifications.py``) have ids of their own, from 101:
+Notifications (``SYMFONIC["NOTIFY"]``, ``notifications/``) have ids of their own, from 101:
 
 - ``symfonic_django.E101`` a ``NOTIFY`` value of the wrong type, out of range, or unknown
 - ``symfonic_django.E102`` a webhook endpoint that cannot be delivered to (URL, secret,

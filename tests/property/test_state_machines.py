@@ -96,8 +96,8 @@ PENDING, ANSWERED = PauseStatus.PENDING, PauseStatus.ANSWERED
 EXPIRED, CANCELLED = PauseStatus.EXPIRED, PauseStatus.CANCELLED
 QUEUED, RUNNING, PAUSED = RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED
 FAILED = RunStatus.FAILED
-RUN_EDGES = {(edge.source, edge.target) for edge in runs.EDGES.values()}
-PAUSE_EDGES = set(pauses.EDGES.values())
+RUN_EDGES = {(source, edge.target) for edge in runs.EDGES.values() for source in edge.sources}
+PAUSE_EDGES = {(source, edge.target) for edge in pauses.EDGES.values() for source in edge.sources}
 #: Which pause a rule picks, and which run (see ``pause_at`` and ``run_at``).
 PAUSE = st.integers(min_value=0, max_value=5)
 RUN = st.integers(min_value=0, max_value=3)
@@ -256,16 +256,16 @@ class RunsAndPauses(RuleBasedStateMachine):
     def move_run(self, run: RunModel, edge: str) -> None:
         TALLY[f"run {edge}"] += 1
         step = runs.EDGES[edge]
-        assert run.status == step.source, f"model error: {edge} from {run.status}"
+        assert run.status in step.sources, f"model error: {edge} from {run.status}"
         run.status = step.target
         run.path.append(step.target)
 
     def move_pause(self, pause: PauseModel, edge: str) -> None:
         TALLY[f"pause {edge}"] += 1
-        source, target = pauses.EDGES[edge]
-        assert pause.status == source, f"model error: {edge} from {pause.status}"
-        pause.status = target
-        pause.path.append(target)
+        step = pauses.EDGES[edge]
+        assert pause.status in step.sources, f"model error: {edge} from {pause.status}"
+        pause.status = step.target
+        pause.path.append(step.target)
 
     def siblings(self, pause: PauseModel) -> list[PauseModel]:
         return [p for p in self.pauses.values() if p.run == pause.run]
@@ -276,7 +276,7 @@ class RunsAndPauses(RuleBasedStateMachine):
         self.refused = (what, rows())
 
     def closed(self, pause: PauseModel) -> type[Exception] | None:
-        """The refusal an answer or a cancel of ``pause`` meets, if any (pauses._refuse_closed)."""
+        """The refusal an answer or a cancel of ``pause`` meets, if any (``refuse_closed``)."""
         if pause.status == ANSWERED:
             return AlreadyAnswered
         if pause.status == CANCELLED:
