@@ -91,7 +91,7 @@ class ScopedReadOnlyAdmin(ModelAdminBase):
     show_facets = admin.ShowFacets.NEVER
 
     class Media:
-        css = {"all": ("symfonic_django/admin.css",)}
+        css = {"all": ("symfonic_django/admin.css", "symfonic_django/breadcrumbs.css")}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
