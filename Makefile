@@ -17,7 +17,7 @@ PORT ?= 8000
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[redis,postgres,langgraph]" --group dev
+	$(PY) -m pip install -q -e ".[redis,postgres,langgraph,pydantic-ai,openai-agents]" --group dev
 	touch $(VENV)/.demo-installed $@
 
 $(VENV)/.demo-installed: pyproject.toml

@@ -15,6 +15,6 @@ fi
 set -e
 [ -x .venv312/bin/python ] || "$py" -m venv .venv312
 .venv312/bin/python -m pip install -q --upgrade pip
-.venv312/bin/python -m pip install -q -e ".[redis,postgres,langgraph]" --group dev "Django>=6.0,<7"
+.venv312/bin/python -m pip install -q -e ".[redis,postgres,langgraph,pydantic-ai,openai-agents]" --group dev "Django>=6.0,<7"
 .venv312/bin/python -c 'import django; assert django.VERSION[0] == 6, django.get_version()'
 touch .venv312/.installed

@@ -260,3 +260,36 @@ class ThreadPaused(SymfonicError):
     code = "thread_paused"
     status = 409
     default_detail = "The thread is paused on pauses of another run; answer them first."
+
+
+class StateConsumed(SymfonicError):
+    """A paused run's stored framework state was taken already, by another continuation.
+
+    Pydantic AI and the OpenAI Agents SDK resume from a state (a message
+    history, a ``RunState`` string) and would run its approved tools again if
+    handed it twice. The app hands each stored version to one continuation run
+    (``agents.stored_state``); any other taker gets this refusal and no row
+    changes. The continuation that took it may take it again when it is
+    claimed anew (a retry, a redelivery after a crash): its fenced tools replay
+    what they recorded instead of running again.
+    """
+
+    code = "state_consumed"
+    status = 409
+    default_detail = "The paused run's stored state was resumed already by another continuation."
+
+
+class ToolCallMismatch(SymfonicError):
+    """A fenced tool call reuses a call id of the run with another tool or other arguments.
+
+    A fenced tool records its result once per root run and call id and replays
+    it when the call comes again. A call id that comes back naming another
+    tool, or other arguments, is not the same call: replaying would hand the
+    model the first call's result and never run the second. It is refused
+    instead, before anything runs (the turn fails with this code). So is a call
+    id that cannot key a record (empty, or longer than 200 characters).
+    """
+
+    code = "tool_call_mismatch"
+    status = 409
+    default_detail = "A tool call id was reused for another call."

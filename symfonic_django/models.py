@@ -531,6 +531,9 @@ class ToolResult(models.Model):
                                  db_index=False)
     tool_call_id = models.CharField(max_length=200)
     name = models.CharField(max_length=200)
+    #: SHA-256 of the call's arguments as canonical JSON: a call id that comes back with
+    #: other arguments is another call, refused (``ToolCallMismatch``); "" on older rows.
+    args_digest = models.CharField(max_length=64, blank=True, default="")
     interrupt_ids = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
     #: The turn that ran the effect; null until it completed.
@@ -551,6 +554,30 @@ class ToolResult(models.Model):
     @property
     def is_completed(self) -> bool:
         return self.completed_at is not None
+
+
+class AgentState(models.Model):
+    """A paused run's framework state: a Pydantic AI message history, an OpenAI Agents SDK
+    ``RunState`` string (``agents.stored_state``).
+
+    Stored by the turn that paused, before its pauses are asked; taken by one
+    continuation run (``consumed_by``, under the continuation's claim), which stores
+    its own state when it pauses again. A run that ran to its pause before finds its
+    state here when it runs again, and asks no model a second time.
+    """
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True,
+                               related_name="+")
+    #: Which adapter wrote it ("pydantic_ai", "openai_agents"): one never reads another's.
+    framework = models.CharField(max_length=40)
+    state = models.TextField()
+    consumed_by = models.ForeignKey(Run, on_delete=models.SET_NULL, related_name="+",
+                                    null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.framework} state of {self.run_id}"
 
 
 # --- notifications (notifications/) -------------------------------------------------------

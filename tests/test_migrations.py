@@ -1,4 +1,4 @@
-"""The app's one migration: forward and back on the test database, and nothing left out.
+"""The app's migrations: forward and back on the test database, and nothing left out.
 
 ``MigrationExecutor`` takes the test database back to before the app
 (``migrate symfonic_django zero``) and forward again, as ``manage.py migrate``
@@ -31,6 +31,8 @@ from symfonic_django.models import (
 
 APP = "symfonic_django"
 INITIAL = [(APP, "0001_initial")]
+#: The framework agents' stored state and the tool calls' argument digests.
+LATEST = [(APP, "0002_agent_state")]
 ZERO = [(APP, None)]
 
 
@@ -100,13 +102,16 @@ def test_the_migration_goes_back_to_nothing_and_forward_again(restored: None) ->
     assert set(stored.values()) == {1}
 
     # Already there: nothing to do (no statement but reads), every row stays.
-    assert not [s for s in migrate(INITIAL) if not s.lstrip().upper().startswith("SELECT")]
+    assert not [s for s in migrate(LATEST) if not s.lstrip().upper().startswith("SELECT")]
     assert counts() == stored
+
+    migrate(INITIAL)  # 0002 goes back alone, the rows of 0001's tables stay
+    assert counts() == stored and "symfonic_django_agentstate" not in app_tables()
 
     migrate(ZERO)  # reversible: the app's tables go, with their rows
     assert app_tables() == set()
 
-    migrate(INITIAL)  # and come back, empty, taking rows as before
+    migrate(LATEST)  # and come back, empty, taking rows as before
     assert app_tables() == model_tables()
     assert set(counts().values()) == {0}
     assert set(some_rows().values()) == {1}
@@ -116,7 +121,7 @@ def test_the_migration_goes_back_to_nothing_and_forward_again(restored: None) ->
 def test_the_migration_builds_every_index_and_constraint_the_models_declare(
         restored: None) -> None:
     migrate(ZERO)
-    migrate(INITIAL)
+    migrate(LATEST)
     for model in apps.get_app_config(APP).get_models():
         assert declared(model) <= found(model), model.__name__
 

@@ -19,7 +19,8 @@ once per root run and ``tool_call_id``::
   commits nothing: ``LeaseLost``.
 - Any later call with the same ``tool_call_id`` in the same root run (the node
   re-executed, the continuation retried) returns the recorded result without
-  calling the function. The result must be JSON; the tool returns it as stored,
+  calling the function; one that comes with another tool's name or other
+  arguments is refused (``ToolCallMismatch``, ``recorded``'s docstring). The result must be JSON; the tool returns it as stored,
   the first time too, so the model sees one value whichever run it comes from.
 - ``interrupt()`` may be called in the function, before its effect. The
   interrupts it asked are recorded, and a replay consumes their answers again,
@@ -40,12 +41,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Callable
 from typing import Annotated, Any, overload
 
-from asgiref.sync import async_to_sync, sync_to_async
-from django.utils import timezone
+from asgiref.sync import sync_to_async
 from langchain_core.tools import InjectedToolCallId, StructuredTool
 from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
@@ -53,6 +52,7 @@ from langgraph.types import interrupt
 from ..exceptions import InteractionConfigurationError
 from ..models import ToolResult
 from ..turns import TurnContext, current_turn, fenced
+from .recorded import completed_call, partial_call, root_run_of, run_and_record
 
 __all__ = ["fenced_tool"]
 
@@ -87,10 +87,12 @@ def fenced_tool(func: Callable[..., Any] | None = None, /, *, name: str | None =
                 f"fenced tool {tool_name!r} declares {CALL_ID!r} itself; fenced_tool injects it")
 
         def run(*args: Any, tool_call_id: str, **kwargs: Any) -> Any:
-            return record_once(tool_name, tool_call_id, partial_call(fn, args, kwargs))
+            return record_once(tool_name, tool_call_id, _call_args(args, kwargs),
+                               partial_call(fn, args, kwargs))
 
         async def arun(*args: Any, tool_call_id: str, **kwargs: Any) -> Any:
             return await sync_to_async(record_once)(tool_name, tool_call_id,
+                                                    _call_args(args, kwargs),
                                                     partial_call(fn, args, kwargs))
 
         for wrapper in (run, arun):
@@ -120,42 +122,28 @@ def _inject_call_id(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> None
                                CALL_ID: Annotated[str, InjectedToolCallId]}
 
 
-def partial_call(fn: Callable[..., Any], args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> Callable[[], Any]:
-    """``fn(*args, **kwargs)`` as a sync call; an async ``fn`` runs through ``async_to_sync``."""
-    if inspect.iscoroutinefunction(fn):
-        return lambda: async_to_sync(fn)(*args, **kwargs)
-    return lambda: fn(*args, **kwargs)
-
-
-def record_once(name: str, tool_call_id: str, call: Callable[[], Any]) -> Any:
-    """Run ``call`` fenced and record its result, or replay the result recorded before.
+def record_once(name: str, tool_call_id: str, call_args: Any, call: Callable[[], Any]) -> Any:
+    """``recorded.record_once`` with LangGraph's interrupts: a replay consumes the answers of
+    the interrupts the call asked, and an interrupt from the call records which it asked.
 
     Sync; call it on the turn's database thread. ``GraphInterrupt`` from the
-    call (the tool asked a person) leaves no effect and records which interrupt
-    was asked.
+    call (the tool asked a person) leaves no effect.
     """
-    turn = current_turn()
-    recorded = ToolResult.objects.filter(root_run_id=_root(turn),
-                                         tool_call_id=tool_call_id).first()
-    if recorded is not None and recorded.is_completed:
+    recorded = completed_call(name, tool_call_id, call_args)
+    if recorded is not None:
         _consume_answers(recorded)
         return recorded.result
     try:
-        with fenced():
-            result = _as_json(call(), name)
-            ToolResult.objects.update_or_create(
-                root_run_id=_root(turn), tool_call_id=tool_call_id,
-                defaults={"name": name, "result": result, "run_id": turn.run.pk,
-                          "completed_at": timezone.now()})
+        return run_and_record(name, tool_call_id, call_args, call)
     except GraphInterrupt as asked:
-        _record_asked(turn, name, tool_call_id, asked)
+        _record_asked(current_turn(), name, tool_call_id, asked)
         raise
-    return result
 
 
-def _root(turn: TurnContext) -> Any:
-    return turn.run.root_id or turn.run.pk
+def _call_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The call's arguments as recorded: the model's keyword arguments (LangChain passes
+    them so), with any positional ones first."""
+    return {"args": list(args), **kwargs} if args else kwargs
 
 
 def _consume_answers(recorded: ToolResult) -> None:
@@ -174,18 +162,8 @@ def _record_asked(turn: TurnContext, name: str, tool_call_id: str, asked: GraphI
     ids = [getattr(item, "id", "") for item in (asked.args[0] if asked.args else ())]
     with fenced():
         record, _ = ToolResult.objects.select_for_update().get_or_create(
-            root_run_id=_root(turn), tool_call_id=tool_call_id, defaults={"name": name})
+            root_run_id=root_run_of(turn), tool_call_id=tool_call_id, defaults={"name": name})
         new = [i for i in ids if i and i not in record.interrupt_ids]
         if new:
             record.interrupt_ids = [*record.interrupt_ids, *new]
             record.save(update_fields=["interrupt_ids"])
-
-
-def _as_json(value: Any, name: str) -> Any:
-    """``value`` as stored and replayed (a JSON round trip); refuses what is not JSON."""
-    try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise InteractionConfigurationError(
-            f"fenced tool {name!r} returned a {type(value).__name__}, which is not JSON "
-            f"({exc}); a fenced tool's result is recorded, so it must be JSON") from exc

@@ -22,7 +22,12 @@ from .. import pauses, runs
 from ..agent_protocol import Agent
 from ..binding import RunIdentity, run_context
 from ..conf import settings
-from ..exceptions import InteractionConfigurationError, InvalidProposal
+from ..exceptions import (
+    InteractionConfigurationError,
+    InvalidProposal,
+    StateConsumed,
+    ToolCallMismatch,
+)
 from ..models import Run
 from ..runs import LeaseLost
 from ..scopes import load_scope, load_scope_for_turn
@@ -99,13 +104,19 @@ async def _agent_events(turn: TurnContext, agent: Agent | None, prepared_plan: A
                                           event_guard=event_guard)
 
 
+#: What an agent may raise as a refusal (the turn fails with its code, logged as a warning):
+#: a proposal its pause refused, a stored state another continuation took, a tool call id
+#: reused for another call.
+AGENT_REFUSALS = (InvalidProposal, StateConsumed, ToolCallMismatch)
+
+
 def _failed(run: Run, exc: Exception) -> ev.TurnFailed:
     """The terminal event of a turn whose agent raised ``exc``, logged as what it is.
 
     Called while ``exc`` is being handled, so that an agent's crash is logged with
     its traceback.
     """
-    if isinstance(exc, InvalidProposal):  # a refusal with its reason in words, not a crash
+    if isinstance(exc, AGENT_REFUSALS):  # a refusal with its reason in words, not a crash
         log.warning("run %s failed: %s", run.pk, exc.detail)
         return ev.TurnFailed(code=exc.code, message=exc.detail)
     if isinstance(exc, InteractionConfigurationError):  # the deployment's mistake, not the agent's
