@@ -56,7 +56,8 @@ REDIS_WATCHERS = 10
 DAPHNE_DELTAS, REDIS_DELTAS, SLEEP = 80, 40, 0.03
 #: The restart comes once every watcher has this many events.
 RESTART_AFTER = 10
-#: Reconnections a watcher may make in one trial before the trial fails.
+#: Reconnections a watcher may make in one trial before the trial fails (with its backoff,
+#: about a minute of a server that does not come back).
 MAX_CONNECTIONS = 60
 #: Who approves over HTTP (``seed_demo``'s reviewer of acme).
 REVIEWER = "alice"
@@ -86,9 +87,11 @@ class Follower:
     endings: list[int | str | None] = field(default_factory=list)
 
     async def follow(self, stack: Stack, run_id: str, ticket: str, rng: random.Random) -> None:
+        refused = 0  # connections in a row that got nothing: the server is not back yet
         while True:
             assert len(self.endings) < MAX_CONNECTIONS, f"gave up reconnecting: {self.endings}"
             self.seen.close_code = None
+            before = self.seen.last_seq
             try:
                 await watch(stack.ws_url(run_id, ticket=ticket, after=self.seen.last_seq),
                             origin=stack.origin, seen=self.seen, timeout=30)
@@ -98,7 +101,10 @@ class Follower:
                 self.endings.append(self.seen.close_code)
                 if self.seen.close_code == 1000:
                     return
-            await asyncio.sleep(rng.uniform(0.05, 0.15))  # spread the reconnections
+            refused = 0 if self.seen.last_seq > before else refused + 1
+            # Spread the reconnections, backing off (up to 8 times) while the server is down,
+            # as a client should: the budget then spans a slow restart on a loaded machine.
+            await asyncio.sleep(rng.uniform(0.05, 0.15) * min(2 ** refused, 8))
 
 
 @dataclass

@@ -174,7 +174,8 @@ def propose(state: MessagesState) -> dict[str, Any]:
     if request.get("reap_before"):
         reap_from_another_worker()
     calls = [{"name": request.get("tool", "ship"), "args": {"order_id": order, **request.get(
-        "args", {})}, "id": f"ship-{order}", "type": "tool_call"} for order in request["orders"]]
+        "args", {})}, "id": request.get("ids", {}).get(order, f"ship-{order}"),
+        "type": "tool_call"} for order in request["orders"]]
     calls += [{"name": "flaky_check", "args": {"order_id": o}, "id": f"check-{o}",
                "type": "tool_call"} for o in request.get("check", [])]
     return {"messages": [AIMessage("Shipping.", tool_calls=calls, id="ai-ship")]}

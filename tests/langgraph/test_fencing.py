@@ -98,3 +98,15 @@ def test_a_function_that_takes_the_call_id_itself_is_refused():
 
     with pytest.raises(InteractionConfigurationError, match="injects it"):
         fenced_tool(tool)
+
+
+def test_a_call_id_the_model_reuses_for_other_arguments_is_refused_not_answered_twice():
+    """Two calls under one id: the second is not handed the first one's result."""
+    run = run_turn("lg_plain_tools", {"orders": ["D-1", "D-2"], "tool": "frozen_refund",
+                                      "args": {"freeze": False},
+                                      "ids": {"D-1": "dup", "D-2": "dup"}})
+    assert run.status == RunStatus.FAILED and run.error["code"] == "tool_call_mismatch", run.error
+    assert CALLS["frozen_refund"] == 1
+    [recorded] = ToolResult.objects.all()
+    assert recorded.tool_call_id == "dup" and recorded.result["order_id"] in ("D-1", "D-2")
+    assert Refund.objects.count() == 1
