@@ -202,3 +202,100 @@ def race_expiry_against_answer(env: dict[str, str], role: str, trials: list[tupl
             outcome = f"error: {exc!r}"
         done.append((pause_id, outcome, started, time.time()))
     results.put((role, done))
+
+
+#: How each of the 32 processes of ``test_state_race`` goes for a paused run's stored state,
+#: by its index modulo 8: the three answer surfaces, then what a worker, a retry, a replayed
+#: answer or a redelivered first turn do with it.
+STATE_SURFACES = ("python", "api", "token", "admin", "worker", "retry", "forged", "first_turn")
+
+
+def resume_state_at_barrier(env: dict[str, str], surface: str, ids: dict[str, Any],
+                            index: int, barrier: Any, results: Any) -> None:
+    """Go for the paused run's state through ``surface`` once every racer is ready.
+
+    ``ids`` holds ``run`` (the paused run), ``pause``, ``answer`` (approving every
+    action), ``token`` (the pause's) and ``reviewer`` (a DRF token of a reviewer of
+    its scope). An answer surface that wins runs the continuation it made in this
+    process, as a worker would. Reports ``(index, surface, outcome)``.
+    """
+    try:
+        _setup_django(env)
+    except BaseException as exc:
+        barrier.abort()
+        results.put((index, surface, f"error: setup failed: {exc!r}"))
+        raise
+    barrier.wait(timeout=120)
+    try:
+        outcome = _go_for_state(surface, ids, index)
+    except Exception as exc:  # a 5xx-class failure: report it, the test fails on it
+        outcome = f"error: {exc!r}"
+    results.put((index, surface, outcome))
+
+
+def _go_for_state(surface: str, ids: dict[str, Any], index: int) -> str:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from symfonic_django import pauses, runs
+    from symfonic_django.exceptions import SymfonicError
+    from symfonic_django.models import Pause, Run
+    from symfonic_django.turns import execute_run
+
+    def continuation_id() -> Any:
+        return Pause.objects.filter(pk=ids["pause"]).values_list("continuation_id",
+                                                                 flat=True).first()
+
+    def answered(status: int, body: Any) -> str:
+        if status == 202:
+            return _ran(execute_run, continuation_id())
+        return body.get("code", str(status)) if isinstance(body, dict) else str(status)
+
+    try:
+        if surface == "python":
+            made = pauses.answer_pause(ids["pause"], ids["answer"], actor=f"racer-{index}")
+            return _ran(execute_run, made.continuation.pk)
+        if surface in ("api", "token"):
+            client = Client()
+            path, body, headers = (
+                (f"/api/symfonic/pauses/{ids['pause']}/answer/", {"answer": ids["answer"]},
+                 {"HTTP_AUTHORIZATION": f"Token {ids['reviewer']}"}) if surface == "api" else
+                ("/api/symfonic/resume/", {"token": ids["token"], "answer": ids["answer"]}, {}))
+            response = client.post(path, body, content_type="application/json", **headers)
+            return answered(response.status_code, response.json())
+        if surface == "admin":
+            client = Client()
+            client.force_login(get_user_model().objects.get(username="alice"))
+            data = {f"decision_{i}": "approve" for i in range(ids["actions"])}
+            response = client.post(f"/admin/symfonic_django/pause/{ids['pause']}/change/",
+                                   data)
+            return answered(202 if continuation_id() and response.status_code == 302
+                            else response.status_code, None)
+        if surface in ("worker", "retry"):
+            deadline = time.monotonic() + 20
+            while continuation_id() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if surface == "retry":
+                runs.retry(continuation_id(), comment=f"racer-{index}")
+            return _ran(execute_run, continuation_id())
+        if surface == "forged":  # an answer replayed into a second continuation of the pauses
+            paused = Run.objects.get(pk=ids["run"])
+            forged = Run.objects.create(agent=paused.agent, scope_key=paused.scope_key,
+                                        parent=paused, root_id=paused.root_id or paused.pk,
+                                        resumed_from_id=ids["pause"],
+                                        input={"answers": {str(ids["pause"]): ids["answer"]}})
+            return _ran(execute_run, forged.pk)
+        return _ran(execute_run, ids["run"])  # the first turn delivered again
+    except SymfonicError as exc:
+        return exc.code
+
+
+def _ran(execute_run: Any, run_id: Any) -> str:
+    """What ``execute_run`` made of the run, with the code it failed with."""
+    from symfonic_django.models import Run
+
+    if run_id is None:
+        return "no_continuation"
+    outcome = execute_run(run_id)
+    error = Run.objects.filter(pk=run_id).values_list("error", flat=True).first() or {}
+    return f"{outcome}:{error['code']}" if error.get("code") else str(outcome)
