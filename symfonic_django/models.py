@@ -58,6 +58,8 @@ class AnsweredVia(models.TextChoices):
     TOKEN = "token", _("Token")
     PYTHON = "python", _("Python")
     SYSTEM = "system", _("System")
+    #: A resume of an AG-UI client (``POST ag-ui/{agent}/`` with ``resume``).
+    AG_UI = "ag-ui", _("AG-UI")
 
 
 class RunQuerySet(models.QuerySet["Run"]):
