@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
@@ -28,6 +28,8 @@ MODEL_CALLS: list[int] = []
 BODY_RUNS: dict[str, int] = {}
 #: Whether the model fails its next reply (a model that is down once).
 DOWN: list[bool] = []
+#: The verdicts ``known_refund``'s validator gives next (then: valid), beyond its own rule.
+VERDICTS: list[bool] = []
 
 Amount = Annotated[float, Field(gt=0, le=10000, multiple_of=0.01)]
 
@@ -36,6 +38,7 @@ def reset() -> None:
     MODEL_CALLS.clear()
     BODY_RUNS.clear()
     DOWN.clear()
+    VERDICTS.clear()
 
 
 def reply(messages: list[ModelMessage], info: AgentInfo | None = None) -> ModelResponse:
@@ -105,6 +108,22 @@ checked = FunctionToolset([fenced_tool(name="checked_refund", requires_approval=
                                       args_validator=_not_on_sunday)(_checked_refund)])
 
 
+def _known_order(order_id: str) -> str:
+    """A rule the tool's JSON schema cannot say: orders "X-..." are unknown."""
+    if order_id.startswith("X-"):
+        raise ValueError("unknown order")
+    if VERDICTS and not VERDICTS.pop(0):
+        raise ValueError("the order was closed meanwhile")
+    return order_id
+
+
+@fenced_tool(requires_approval=True)
+def known_refund(order_id: Annotated[str, AfterValidator(_known_order)],
+                 amount: Amount) -> dict[str, Any]:
+    """Refund a known order."""
+    return _refund(order_id, amount)
+
+
 @fenced_tool
 def lookup(order_id: str) -> str:
     """Look an order up elsewhere."""
@@ -127,7 +146,7 @@ def describe(name: str, args: dict[str, Any], metadata: dict[str, Any]) -> str:
     return f"{name} {args} {metadata.get('reason', '')}".strip()
 
 
-pyd_refunds = pydantic_ai_agent(_agent(tools=[refund, lookup, guarded]), describe=describe)
+pyd_refunds = pydantic_ai_agent(_agent(tools=[refund, known_refund, lookup, guarded]), describe=describe)
 pyd_wrapped = pydantic_ai_agent(_agent(toolsets=[shop.approval_required(), checked]))
 
 AGENTS = {"pyd_refunds": "tests.pydantic_ai.agents.pyd_refunds",

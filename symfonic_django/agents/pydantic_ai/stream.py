@@ -12,6 +12,10 @@ adapter never uses it). Its events become:
   model got something other than a result (a denied call, a failed or retried
   one), else ``"success"``;
 - the run's result is kept (``result``) for the turn's end.
+
+A tool call whose id the model gave before in the run is refused as it ends
+streaming, before any tool of its step runs (``ToolCallMismatch``): Pydantic AI
+would fail the step on repeated deferred ids, or run both calls of one id.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    ToolCallPart,
 )
 from pydantic_core import to_jsonable_python
 
 from ...events import Event, MessageCompleted, MessageDelta, ToolCompleted, ToolStarted
+from ...exceptions import ToolCallMismatch
 from ...jsontext import jsonable
 
 __all__ = ["Transcript", "as_json"]
@@ -45,6 +51,7 @@ class Transcript:
         # A reviewer's edits, by call id: the history keeps the model's arguments, the
         # events say what the tool runs with.
         self.edits = edits or {}
+        self.model_call_ids: set[str] = set()
 
     def events(self, event: Any) -> list[Event]:
         if isinstance(event, PartStartEvent | PartEndEvent):
@@ -69,14 +76,25 @@ class Transcript:
             self.result = event.result
         return []
 
-    @staticmethod
-    def _part(event: PartStartEvent | PartEndEvent) -> list[Event]:
+    def _part(self, event: PartStartEvent | PartEndEvent) -> list[Event]:
         part = event.part
+        if isinstance(part, ToolCallPart) and isinstance(event, PartEndEvent):
+            self._check_new_call_id(part)
         if not isinstance(part, TextPart) or not part.content:
             return []
         if isinstance(event, PartStartEvent):
             return [MessageDelta(text=part.content)]
         return [MessageCompleted(text=part.content)]
+
+
+    def _check_new_call_id(self, part: ToolCallPart) -> None:
+        """Refuse a call id the run's model gave before: two calls of one id would share one
+        decision (and one record), so the step is refused before any of its tools runs."""
+        if part.tool_call_id in self.model_call_ids:
+            raise ToolCallMismatch(
+                f"the model gave the tool call id {part.tool_call_id!r} to several calls: each "
+                "call takes its own decision and record by its id, so the step is refused")
+        self.model_call_ids.add(part.tool_call_id)
 
 
 def as_json(value: Any) -> Any:
