@@ -26,6 +26,7 @@ The refunds of one request carry the conversation's root run id, as
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -76,8 +77,8 @@ async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator
     """The same reply, streamed: its words, then its calls."""
     for index, part in enumerate(reply(messages, info).parts):
         if isinstance(part, TextPart):
-            for word in part.content.split(" "):
-                yield word + " "
+            for word in re.findall(r"\S+\s*", part.content):
+                yield word
         elif isinstance(part, ToolCallPart):
             yield {index: DeltaToolCall(name=part.tool_name, json_args=json.dumps(part.args),
                                         tool_call_id=part.tool_call_id)}
