@@ -110,6 +110,23 @@ def resumption(text: str, pauses: Mapping[str, AnsweredPause],
     """The answers of ``pauses`` as the results the state's run resumes with, or
     ``ResumeRefused`` (module docstring). Sync: it reads the pauses' keys."""
     state = load_state(text)
+    actions = _actions_of(_asked_pause(state, pauses))
+    if [(a.name, a.proposed_args) for a in actions] != [
+            (call["name"], call["args"]) for call in state.approvals]:
+        raise ResumeRefused("The pause's actions are not the calls the run waits for.",
+                            reason="decisions_mismatch")
+    approvals = {call["id"]: _decision(call, action, tools)
+                 for call, action in zip(state.approvals, actions, strict=True)}
+    edits = {i: d.override_args for i, d in approvals.items()
+             if isinstance(d, ToolApproved) and d.override_args is not None}
+    return Resumption(
+        messages=state.messages, results=DeferredToolResults(approvals=dict(approvals)),
+        approved=frozenset(i for i, d in approvals.items() if isinstance(d, ToolApproved)),
+        edits=edits)
+
+
+def _asked_pause(state: PausedState, pauses: Mapping[str, AnsweredPause]) -> AnsweredPause:
+    """The one pause of the continuation, if it is the one this state asked (its key)."""
     keys = {str(pk): key for pk, key in
             Pause.objects.filter(pk__in=list(pauses)).values_list("pk", "idempotency_key")}
     asked = [pause for pk, pause in pauses.items() if keys.get(str(pk)) == state.key]
@@ -117,23 +134,16 @@ def resumption(text: str, pauses: Mapping[str, AnsweredPause],
         raise ResumeRefused(
             f"The continuation's pauses ({', '.join(pauses) or 'none'}) are not the one pause "
             "this run's Pydantic AI state waits for.", reason="unknown_interrupt")
+    return asked[0]
+
+
+def _actions_of(pause: AnsweredPause) -> tuple[ReviewedAction, ...]:
+    """The pause's actions and decisions, its answer checked against its prompt again."""
     try:
-        actions = asked[0].actions
+        return pause.actions
     except InvalidAnswer as exc:
         raise ResumeRefused(f"The pause's answer does not fit it: {exc.detail}",
                             reason="decisions_mismatch") from exc
-    if [(a.name, a.proposed_args) for a in actions] != [
-            (call["name"], call["args"]) for call in state.approvals]:
-        raise ResumeRefused("The pause's actions are not the calls the run waits for.",
-                            reason="decisions_mismatch")
-    approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
-    for call, action in zip(state.approvals, actions, strict=True):
-        approvals[call["id"]] = _decision(call, action, tools)
-    approved = frozenset(i for i, d in approvals.items() if isinstance(d, ToolApproved))
-    edits = {i: d.override_args for i, d in approvals.items()
-             if isinstance(d, ToolApproved) and d.override_args is not None}
-    return Resumption(messages=state.messages, results=DeferredToolResults(approvals=approvals),
-                      approved=approved, edits=edits)
 
 
 def _decision(call: dict[str, Any], action: ReviewedAction,
