@@ -5,7 +5,11 @@ exactly once; a rejected one is none; bad input never becomes a run."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,3 +147,26 @@ def test_a_bad_input_is_refused_before_any_run_exists(users, input, violation):
     assert response.status_code == 400 and violation in response.json()["detail"]
     assert not Run.objects.exists() and not TurnEvent.objects.exists()
     assert not AgentState.objects.exists()
+
+
+#: The example's settings and checks with the [pydantic-ai] extra missing.
+WITHOUT_PYDANTIC_AI = """
+import sys
+sys.modules["pydantic_ai"] = None  # what an import of a package that is not installed finds
+import django
+django.setup()
+from django.conf import settings
+from django.core.management import call_command
+call_command("check", fail_level="WARNING")
+print(sorted(settings.SYMFONIC["AGENTS"]))
+"""
+
+
+def test_without_the_pydantic_ai_extra_the_example_does_not_register_refund_pydantic():
+    env = {**os.environ, "SYMFONIC_DEMO": "1", "DJANGO_SETTINGS_MODULE": "example_project.settings"}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_PYDANTIC_AI], capture_output=True,
+                          text=True, timeout=120, env=env,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    agents = done.stdout.splitlines()[-1]
+    assert "refund_pydantic" not in agents and "'refund'" in agents

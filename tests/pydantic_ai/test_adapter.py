@@ -40,8 +40,8 @@ def test_a_step_with_three_approvals_is_one_pause_with_an_action_each_keyed_by_t
     assert pause.idempotency_key == pause_key(["call-1", "call-2", "call-3"])
     assert [(a["name"], a["args"]) for a in pause.prompt["action_requests"]] == [
         (name, args) for name, args, _ in (A1, B2, C3)]
-    assert pause.prompt["action_requests"][0]["description"] == (
-        "refund {'order_id': 'A-1', 'amount': 10}")
+    first = pause.prompt["action_requests"][0]
+    assert first["description"] == f"refund {first['args']}"  # the deployment's describe=
     # The tool's own schema: its bounds, as pydantic writes them, the edit held to them.
     [config] = pause.prompt["review_configs"]
     assert config["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
