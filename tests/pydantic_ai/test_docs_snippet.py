@@ -37,6 +37,8 @@ def test_the_snippet_puts_a_pydantic_ai_agent_behind_the_app(pyd_project):  # no
     [pause] = pauses_of(run)
     assert pause.kind == PauseKind.APPROVAL
     assert [a["args"] for a in pause.prompt["action_requests"]] == ask["refunds"]
+    # The call in words, its arguments in the tool's order (a JSON column may reorder them).
+    assert pause.prompt["action_requests"][0]["description"] == "refund(order_id=A-1, amount=10)"
     [config] = pause.prompt["review_configs"]
     assert config["args_schema"]["properties"]["amount"]["maximum"] == 500
     assert "edit" in config["allowed_decisions"] and not Refund.objects.exists()

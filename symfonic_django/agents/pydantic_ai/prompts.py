@@ -8,7 +8,7 @@ with one action request per call, in the order the model made them:
 
 - the action is the tool's name and the model's arguments; its description is
   the deployment's ``describe(name, args, metadata)``, else the call in words,
-  ``refund(order_id=A-1, amount=10)``;
+  ``refund(order_id=A-1, amount=10)``, its arguments in the tool's order;
 - its review config allows ``approve``, ``reject`` and ``respond`` always, and
   ``edit`` where an edit can be checked before Pydantic AI sees it
   (``tools.may_edit``); the tool's own argument schema is its ``args_schema``
@@ -89,13 +89,21 @@ def approval_prompt(requests: DeferredToolRequests, tools: Mapping[str, ToolsetT
     for call in requests.approvals:
         args = call_args(call)
         metadata = requests.metadata.get(call.tool_call_id) or {}
+        tool = tools.get(call.tool_name)
         description = (describe(call.tool_name, args, metadata) if describe
-                       else hitl.call_text(call.tool_name, args))
+                       else hitl.call_text(call.tool_name, _in_tool_order(args, tool)))
         actions.append({"name": call.tool_name, "args": args, "description": description})
         if call.tool_name not in configs:
-            configs[call.tool_name] = _review_config(call.tool_name, tools.get(call.tool_name))
+            configs[call.tool_name] = _review_config(call.tool_name, tool)
     return hitl.normalize_prompt({"action_requests": actions,
                                   "review_configs": list(configs.values())})
+
+
+def _in_tool_order(args: dict[str, Any], tool: ToolsetTool[Any] | None) -> dict[str, Any]:
+    """``args`` in the order of the tool's parameters (then any others): the call reads as
+    the tool is written, whatever order the model (or a JSON column) gave them in."""
+    names = list((tool.tool_def.parameters_json_schema.get("properties") or {}) if tool else [])
+    return {**{name: args[name] for name in names if name in args}, **args}
 
 
 def _review_config(name: str, tool: ToolsetTool[Any] | None) -> dict[str, Any]:
