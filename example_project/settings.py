@@ -189,6 +189,9 @@ AGENTS = {
 # plain agent alone.
 if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_core")):
     AGENTS["refund_graph"] = "example_project.graph_agent.refund_graph"
+# The Pydantic AI refund agent needs the [pydantic-ai] extra.
+if find_spec("pydantic_ai"):
+    AGENTS["refund_pydantic"] = "example_project.pydantic_agent.refund_pydantic"
 
 SYMFONIC = {
     "AGENTS": AGENTS,

@@ -185,6 +185,9 @@ AGENTS = {
 # The LangGraph refund agent needs the [langgraph] extra.
 if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_core")):
     AGENTS["refund_graph"] = "tests.testapp.graph_agent.refund_graph"
+# The Pydantic AI refund agent needs the [pydantic-ai] extra.
+if find_spec("pydantic_ai"):
+    AGENTS["refund_pydantic"] = "tests.testapp.pydantic_agent.refund_pydantic"
 
 SCOPES = "tests.testapp.scopes"
 #: The four-eyes policy the tests that need it set (one approver unless a test asks).
