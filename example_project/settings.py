@@ -189,6 +189,9 @@ AGENTS = {
 # plain agent alone.
 if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_core")):
     AGENTS["refund_graph"] = "example_project.graph_agent.refund_graph"
+# The OpenAI Agents SDK refund agent needs the [openai-agents] extra.
+if find_spec("agents") and find_spec("openai"):
+    AGENTS["refund_openai"] = "example_project.openai_refund.refund_openai"
 
 SYMFONIC = {
     "AGENTS": AGENTS,

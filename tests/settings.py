@@ -185,6 +185,9 @@ AGENTS = {
 # The LangGraph refund agent needs the [langgraph] extra.
 if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_core")):
     AGENTS["refund_graph"] = "tests.testapp.graph_agent.refund_graph"
+# The OpenAI Agents SDK refund agent needs the [openai-agents] extra.
+if find_spec("agents") and find_spec("openai"):
+    AGENTS["refund_openai"] = "tests.testapp.openai_refund.refund_openai"
 
 SCOPES = "tests.testapp.scopes"
 #: The four-eyes policy the tests that need it set (one approver unless a test asks).
