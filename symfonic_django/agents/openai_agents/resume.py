@@ -88,7 +88,7 @@ def _answered_pause(continuation: ResumedTurn, key: str) -> AnsweredPause:
                             "same interruptions.", reason="unknown_interrupt")
     keys = dict(Pause.objects.filter(pk__in=list(answered)).values_list("pk", "idempotency_key"))
     stray = sorted(str(pk) for pk, given in keys.items() if given != key)
-    stray += sorted(pk for pk in answered if pk not in {str(k) for k in keys})
+    stray += sorted(str(pk) for pk in continuation.answers if str(pk) not in answered)
     if stray:
         raise ResumeRefused(
             f"Pause(s) {', '.join(stray)} did not ask about the calls the stored state is "
