@@ -10,7 +10,6 @@ import pytest
 
 from symfonic_django.agents.openai_agents import ALLOWED_DECISIONS, FRAMEWORK, pause_key
 from symfonic_django.models import AgentState, Pause, PauseKind, RunStatus, ToolResult
-from tests.testapp.agents import REFUND_ARGS_SCHEMA
 from tests.testapp.models import Refund
 
 from .agents import BODY_RUNS, MODEL_CALLS

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from agents import Agent, RunState, Runner
+from agents import Agent, Runner, RunState
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from symfonic_django import pauses
