@@ -22,6 +22,10 @@ set_tracing_disabled(True)
 
 MODEL_CALLS: Counter[str] = Counter()
 BODY_RUNS: Counter[str] = Counter()
+#: Agents whose model fails its next answer (once each): a crash mid-turn.
+FAIL_NEXT: set[str] = set()
+#: Order ids whose refund body writes its row, then raises (once each).
+RAISE_AFTER_WRITE: set[str] = set()
 #: Every SDK ``Agent`` object the factories made, in order (one per turn).
 BUILT: list[Agent[Any]] = []
 
@@ -31,6 +35,9 @@ def refund(order_id: str, amount: float) -> dict[str, Any]:
     """Refund an order."""
     BODY_RUNS[order_id] += 1
     Refund.objects.create(order_id=order_id, amount=amount, run_id=current_turn().root_run_id)
+    if order_id in RAISE_AFTER_WRITE:
+        RAISE_AFTER_WRITE.discard(order_id)
+        raise RuntimeError("the payment provider timed out")
     return {"refunded": order_id}
 
 
@@ -45,6 +52,9 @@ def scripted(name: str, reply: Callable[[ModelCall], list[Any]],
     """A factory of ``name``'s agent on a fresh scripted model, each answer counted."""
     def counted(call: ModelCall) -> list[Any]:
         MODEL_CALLS[name] += 1
+        if name in FAIL_NEXT:
+            FAIL_NEXT.discard(name)
+            raise RuntimeError("the model is unavailable")
         return reply(call)
 
     def build(scope: Any) -> Agent[Any]:

@@ -26,6 +26,8 @@ def openai_agents(settings: Any, tenants: Any) -> None:
     agents.MODEL_CALLS.clear()
     agents.BODY_RUNS.clear()
     agents.BUILT.clear()
+    agents.FAIL_NEXT.clear()
+    agents.RAISE_AFTER_WRITE.clear()
 
 
 def run_turn(agent: str, input: Any) -> Run:

@@ -40,10 +40,10 @@ from asgiref.sync import sync_to_async
 
 from ...agent_protocol import NewTurn, ResumedTurn
 from ...events import Event, TurnCompleted, TurnFailed
-from ...exceptions import ResumeRefused, ToolCallMismatch
+from ...exceptions import ResumeRefused, SymfonicError, ToolCallMismatch
 from ...jsontext import jsonable
 from ...models import Pause, PauseKind
-from ...turns import current_turn, request_pause
+from ...turns import LeaseLost, current_turn, request_pause
 from ..recorded import root_run_of
 from ..stored_state import consume_state, save_state, saved_state
 from .prompts import Describe, approval_prompt, call_args, check_call_ids, pause_key
@@ -121,9 +121,14 @@ class OpenAIAgent:
     async def _drive(self, result: RunResultStreaming,
                      transcript: Transcript) -> AsyncGenerator[Event, None]:
         """Stream the run, then pause on its interruptions or complete with its output."""
-        async for stream_event in result.stream_events():
-            for event in transcript.events(stream_event):
-                yield event
+        try:
+            async for stream_event in result.stream_events():
+                for event in transcript.events(stream_event):
+                    yield event
+        except Exception as exc:
+            # The SDK wraps what a tool raised ("Error running tool ..."): the app's own
+            # refusals and faults end the turn as themselves (tool_call_mismatch, ...).
+            raise _app_error(exc) or exc
         if result.interruptions:
             await self._pause(result)
             return
@@ -151,6 +156,16 @@ class OpenAIAgent:
     async def _ask(self, items: Sequence[ToolApprovalItem], key: str) -> None:
         await request_pause(kind=PauseKind.APPROVAL, idempotency_key=key, ttl=self.ttl,
                             prompt=approval_prompt(items, self.describe, self.args_schemas))
+
+
+def _app_error(exc: BaseException) -> BaseException | None:
+    """The app's refusal or fault ``exc`` was raised for, in its chain of causes, if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (SymfonicError, LeaseLost)):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 def _refuse_asked_before(key: str) -> None:
