@@ -128,7 +128,10 @@ class OpenAIAgent:
         except Exception as exc:
             # The SDK wraps what a tool raised ("Error running tool ..."): the app's own
             # refusals and faults end the turn as themselves (tool_call_mismatch, ...).
-            raise _app_error(exc) or exc
+            app_error = _app_error(exc)
+            if app_error is None:
+                raise
+            raise app_error from exc
         if result.interruptions:
             await self._pause(result)
             return
