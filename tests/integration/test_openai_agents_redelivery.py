@@ -52,7 +52,7 @@ def test_a_continuation_delivered_10_times_to_4_processes_records_each_refund_on
         task_ids = celery_workers.send("symfonic_django.run_continuation", str(continuation.pk),
                                        count=DELIVERIES)
         results = wait_for(
-            lambda: (r := celery_workers.results()) and set(task_ids) <= set(r) and r,
+            lambda ids=task_ids: (r := celery_workers.results()) and set(ids) <= set(r) and r,
             timeout=60, what=f"trial {trial}: {DELIVERIES} deliveries to be processed",
             detail=celery_workers.logs)
         returned = Counter(results[t][1] for t in task_ids)
