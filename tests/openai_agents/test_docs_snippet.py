@@ -3,6 +3,7 @@ start -> pause -> answer -> completed through the app, recording the approved re
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -48,3 +49,11 @@ def test_the_snippet_puts_an_sdk_agent_behind_the_app(project):  # noqa: F811
     assert done.output.startswith("3 refund(s) reviewed")
     assert sorted(Refund.objects.values_list("order_id", "amount")) == [
         ("A-1", Decimal("10.00")), ("C-3", Decimal("3.00"))]
+
+
+def test_every_test_the_doc_names_exists():
+    tests = DOC.parents[1] / "tests"
+    defined = {match for path in tests.rglob("test_*.py")
+               for match in re.findall(r"^def (test_\w+)", path.read_text(), re.M)}
+    named = set(re.findall(r"`(test_\w+)`", DOC.read_text()))
+    assert named and named <= defined, named - defined
