@@ -192,6 +192,9 @@ if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_c
 # The Pydantic AI refund agent needs the [pydantic-ai] extra.
 if find_spec("pydantic_ai"):
     AGENTS["refund_pydantic"] = "example_project.pydantic_agent.refund_pydantic"
+# The OpenAI Agents SDK refund agent needs the [openai-agents] extra.
+if find_spec("agents") and find_spec("openai"):
+    AGENTS["refund_openai"] = "example_project.openai_refund.refund_openai"
 
 SYMFONIC = {
     "AGENTS": AGENTS,

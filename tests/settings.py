@@ -188,6 +188,9 @@ if all(find_spec(package) for package in ("langgraph", "langchain", "langchain_c
 # The Pydantic AI refund agent needs the [pydantic-ai] extra.
 if find_spec("pydantic_ai"):
     AGENTS["refund_pydantic"] = "tests.testapp.pydantic_agent.refund_pydantic"
+# The OpenAI Agents SDK refund agent needs the [openai-agents] extra.
+if find_spec("agents") and find_spec("openai"):
+    AGENTS["refund_openai"] = "tests.testapp.openai_refund.refund_openai"
 
 SCOPES = "tests.testapp.scopes"
 #: The four-eyes policy the tests that need it set (one approver unless a test asks).

@@ -257,7 +257,8 @@ def test_the_adapters_args_schemas_fill_only_the_review_configs_without_a_schema
 #: The example's settings and checks with the [langgraph] extra's packages missing.
 WITHOUT_LANGGRAPH = """
 import sys
-for package in ("langgraph", "langchain", "langchain_core", "pydantic_ai"):
+# The other extras' agents (refund_pydantic, refund_openai) are left out too.
+for package in ("langgraph", "langchain", "langchain_core", "pydantic_ai", "agents"):
     sys.modules[package] = None  # what an import of a package that is not installed finds
 import django
 django.setup()
