@@ -216,14 +216,18 @@ class Throttled(SymfonicError):
 
 
 class ResumeRefused(SymfonicError):
-    """A LangGraph resume the thread's pending interrupts do not match (``agents.langgraph``).
+    """Answers a framework's paused state does not match: a LangGraph thread's pending
+    interrupts (``agents.langgraph``), or the calls a stored Pydantic AI history or
+    OpenAI Agents SDK ``RunState`` waits for (``agents.pydantic_ai``,
+    ``agents.openai_agents``).
 
-    Raised before the graph is resumed, so the thread is left as it was; the
-    continuing turn ends ``turn.failed`` with this code. ``reason`` says why:
-    ``unknown_interrupt`` (never asked on this thread), ``used_interrupt``
-    (answered and consumed already), ``thread_finished`` (nothing is pending),
-    or ``decisions_mismatch`` (a ``HITLResponse`` whose decisions do not match
-    the pending action requests in number or allowed type).
+    Raised before the framework is resumed, so its state is left as it was (a
+    stored state stays untaken); the continuing turn ends ``turn.failed`` with
+    this code. ``reason`` says why: ``unknown_interrupt`` (never asked there, or
+    no decision for it), ``used_interrupt`` (answered and consumed already),
+    ``thread_finished`` (nothing is pending: the state completed), or
+    ``decisions_mismatch`` (decisions that do not match the pending calls in
+    number, name, arguments or allowed type, or an edit the tool refuses).
     """
 
     code = "resume_refused"
