@@ -40,10 +40,9 @@ from ..conftest import snapshot
 from .conftest import continue_run, events_of, pauses_of, run_turn
 from .docs_project import (
     DOC,
+    DOC_PROJECT,
     MAX_LINES,
     ONE_REFUND,
-    SNIPPET,
-    file_blocks,
     python_blocks,
 )
 from .graphs import CALLS, FAIL_ONCE, flaky_check, orders_input, propose
@@ -51,9 +50,7 @@ from .graphs import CALLS, FAIL_ONCE, flaky_check, orders_input, propose
 pytestmark = pytest.mark.django_db
 
 def test_the_snippet_is_under_20_lines():
-    blocks = file_blocks()
-    assert set(SNIPPET) <= set(blocks)
-    lines = sum(len(blocks[path].splitlines()) for path in SNIPPET)
+    lines = DOC_PROJECT.snippet_lines()
     assert lines <= MAX_LINES, f"the snippet has {lines} lines"
 
 

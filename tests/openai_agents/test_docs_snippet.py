@@ -12,13 +12,12 @@ from symfonic_django.models import PauseKind, RunStatus
 from tests.testapp.models import Refund
 
 from .conftest import answer, paused
-from .docs_project import (  # noqa: F401  (project: a fixture)
+from .docs_project import (
     DOC,
+    DOC_PROJECT,
     MAX_LINES,
-    SNIPPET,
     THREE_REFUNDS,
-    file_blocks,
-    project,
+    project,  # noqa: F401  (a fixture)
     python_blocks,
 )
 
@@ -26,8 +25,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_snippet_is_under_20_lines():
-    blocks = file_blocks()
-    lines = sum(len(blocks[path].splitlines()) for path in SNIPPET)
+    lines = DOC_PROJECT.snippet_lines()
     assert lines <= MAX_LINES, f"the snippet has {lines} lines"
     assert f"counts their lines ({lines})" in DOC.read_text()
 

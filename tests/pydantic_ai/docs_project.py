@@ -5,21 +5,16 @@ its review page)."""
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "pydantic-ai.md"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-TARGET = re.compile(r"^# (proj/[\w/]+\.py)$")
+from ..doc_projects import MAX_LINES, SNIPPET, DocProject
 
-#: The acceptance of issue 29: the agent module and its SYMFONIC entry in under 20 lines.
-SNIPPET = ("proj/agents.py", "proj/settings.py")
-MAX_LINES = 19
+__all__ = ["DOC", "MAX_LINES", "SNIPPET", "file_blocks", "python_blocks"]
+
 
 #: What the snippet leaves to the project: the model (the example's scripted desk: one
 #: ``refund`` call per refund of the run's JSON input) and the code that moves the money.
@@ -38,32 +33,14 @@ PROJECT = ("proj/agents.py", "proj/tools.py")
 ONE_REFUND = {"refunds": [{"order_id": "A-1", "amount": 10}]}
 
 
-def python_blocks() -> list[str]:
-    return [body for language, body in FENCE.findall(DOC.read_text()) if language == "python"]
-
-
-def file_blocks() -> dict[str, str]:
-    """The doc's python blocks whose first line names a file under ``proj/``, by path."""
-    found = {}
-    for body in python_blocks():
-        target = TARGET.match(body.partition("\n")[0])
-        if target:
-            found[target.group(1)] = body
-    return found
+DOC_PROJECT = DocProject("pydantic-ai.md", files=PROJECT, supplied=SUPPLIED)
+DOC = DOC_PROJECT.path
+python_blocks = DOC_PROJECT.python_blocks
+file_blocks = DOC_PROJECT.file_blocks
 
 
 @pytest.fixture
 def pyd_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[None]:
     """The snippet's ``proj`` package on the path, its settings block applied."""
-    blocks = file_blocks()
-    for path, text in {**SUPPLIED, **{path: blocks[path] for path in PROJECT}}.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    namespace: dict[str, Any] = {}
-    exec(blocks["proj/settings.py"], namespace)
-    settings.SYMFONIC = {**settings.SYMFONIC, "AGENTS": {
-        **settings.SYMFONIC["AGENTS"], **namespace["SYMFONIC"]["AGENTS"]}}
-    yield
-    for name in [n for n in sys.modules if n == "proj" or n.startswith("proj.")]:
-        del sys.modules[name]
+    with DOC_PROJECT.installed(tmp_path, monkeypatch, settings):
+        yield

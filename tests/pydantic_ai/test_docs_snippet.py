@@ -13,15 +13,13 @@ from symfonic_django.models import PauseKind, RunStatus
 from tests.testapp.models import Refund
 
 from .conftest import continue_run, pauses_of, run_turn
-from .docs_project import MAX_LINES, SNIPPET, file_blocks, pyd_project, python_blocks  # noqa: F401
+from .docs_project import DOC_PROJECT, MAX_LINES, SNIPPET, file_blocks, pyd_project, python_blocks  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_snippet_is_under_20_lines():
-    blocks = file_blocks()
-    assert set(SNIPPET) <= set(blocks)
-    lines = sum(len(blocks[path].splitlines()) for path in SNIPPET)
+    lines = DOC_PROJECT.snippet_lines()
     assert lines <= MAX_LINES, f"the snippet has {lines} lines"
 
 
