@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -32,7 +32,7 @@ from ..models import ToolResult
 from ..turns import TurnContext, current_turn, fenced
 
 __all__ = ["args_digest", "as_json", "completed_call", "partial_call", "record_once",
-           "root_run_of"]
+           "refuse_recorded_ids", "root_run_of"]
 
 #: ``ToolResult.tool_call_id``'s length.
 MAX_CALL_ID = 200
@@ -69,6 +69,25 @@ def completed_call(name: str, call_id: str, args: Any) -> ToolResult | None:
             "within a run, so the second call is refused rather than answered with the "
             "first one's result")
     return recorded if recorded.is_completed else None
+
+
+def refuse_recorded_ids(call_ids: Iterable[str]) -> None:
+    """Refuse a step that proposes, for a person to approve, a call id this conversation has
+    a record of. With other arguments it could never run (``completed_call`` would refuse
+    it after the approval); with the same ones it would replay the first call's result
+    and a reviewer would have approved a refund that is never made. Sync; call it before
+    the step pauses."""
+    ids = list(call_ids)
+    for call_id in ids:
+        check_call_id(call_id)
+    recorded = sorted(ToolResult.objects.filter(
+        root_run_id=root_run_of(current_turn()), tool_call_id__in=ids,
+    ).values_list("tool_call_id", flat=True))
+    if recorded:
+        raise ToolCallMismatch(
+            f"the model proposed tool call id(s) {recorded} again, which this conversation "
+            "ran already: a call id names one call, so the step is refused before a person "
+            "is asked to approve it")
 
 
 def run_and_record(name: str, call_id: str, args: Any, call: Callable[[], Any]) -> Any:

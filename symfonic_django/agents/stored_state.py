@@ -12,7 +12,9 @@ handed, as often as they are handed it. The adapters keep that state here
 - ``consume_state`` hands it to the continuation, once: under the row's lock and
   the continuation's claim, it marks the row taken by the continuation run.
   Another run that comes for it (a second continuation of the same pauses, a
-  replayed answer) is refused with ``StateConsumed`` and changes nothing. The
+  replayed answer) is refused with ``StateConsumed`` and changes nothing; a run
+  the paused run's pauses did not make (a continuation row written by hand, with
+  answers of its own) is refused with ``LineageRefused`` before it sees the state. The
   same continuation run claimed anew (a retry, a redelivery after its worker
   died) takes it again: what its first attempt did is in the fenced tools'
   records, which replay instead of running again (``recorded``).
@@ -27,9 +29,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from ..exceptions import InteractionConfigurationError, StateConsumed
+from ..exceptions import InteractionConfigurationError, LineageRefused, StateConsumed
 from ..jsontext import unstorable
-from ..models import AgentState
+from ..models import AgentState, Pause
 from ..turns import current_turn, fenced
 
 __all__ = ["MAX_STATE_CHARS", "consume_state", "save_state", "saved_state"]
@@ -78,6 +80,7 @@ def consume_state(framework: str, paused_run_id: Any,
                 f"run {paused_run_id} paused with no stored {framework} state: it was not "
                 "paused by this agent")
         _check_framework(row, framework)
+        _check_lineage(paused_run_id, turn.run.pk)
         if row.consumed_by_id not in (None, turn.run.pk):
             raise StateConsumed(f"run {paused_run_id}'s state was resumed by continuation "
                                 f"{row.consumed_by_id}; it is not resumed again")
@@ -87,6 +90,16 @@ def consume_state(framework: str, paused_run_id: Any,
             row.consumed_at = timezone.now()
             row.save(update_fields=["consumed_by", "consumed_at"])
     return checked
+
+
+def _check_lineage(paused_run_id: Any, run_id: Any) -> None:
+    """Refuse a run its paused run's pauses did not make: the state goes only to the
+    continuation their answers queued (each pause names it), never to a run row written
+    another way, whatever answers it carries."""
+    if not Pause.objects.filter(run_id=paused_run_id, continuation_id=run_id).exists():
+        raise LineageRefused(
+            f"run {run_id} is not the continuation the answers of run {paused_run_id}'s "
+            "pauses made, so it is not handed that run's state")
 
 
 def _check_framework(row: AgentState, framework: str) -> None:

@@ -25,6 +25,7 @@ from ..conf import settings
 from ..exceptions import (
     InteractionConfigurationError,
     InvalidProposal,
+    LineageRefused,
     StateConsumed,
     ToolCallMismatch,
 )
@@ -106,8 +107,8 @@ async def _agent_events(turn: TurnContext, agent: Agent | None, prepared_plan: A
 
 #: What an agent may raise as a refusal (the turn fails with its code, logged as a warning):
 #: a proposal its pause refused, a stored state another continuation took, a tool call id
-#: reused for another call.
-AGENT_REFUSALS = (InvalidProposal, StateConsumed, ToolCallMismatch)
+#: reused for another call, a run that is not the continuation the pauses' answers made.
+AGENT_REFUSALS = (InvalidProposal, StateConsumed, ToolCallMismatch, LineageRefused)
 
 
 def _failed(run: Run, exc: Exception) -> ev.TurnFailed:

@@ -170,3 +170,23 @@ def test_without_the_pydantic_ai_extra_the_example_does_not_register_refund_pyda
     assert done.returncode == 0, done.stderr
     agents = done.stdout.splitlines()[-1]
     assert "refund_pydantic" not in agents and "'refund'" in agents
+
+
+
+def test_a_second_refund_of_one_order_for_another_amount_says_it_was_not_made(users):
+    """Two calls for one order (here an edit naming A-1 for 500): the example refunds an
+    order once per conversation, and the second call's result says it was not made rather
+    than reporting the first refund as its own."""
+    run, pause = paused_on_three()
+    answer = {"decisions": [{"type": "approve"}, {"type": "edit", "edited_action": {
+        "name": "refund", "args": {"order_id": "A-1", "amount": 500}}}, {"type": "reject"}]}
+    continuation = pauses.answer_pause(pause.pk, answer, dispatch=False).continuation
+    execute_run(continuation.pk)
+    continuation.refresh_from_db()
+    assert continuation.status == RunStatus.COMPLETED, continuation.error
+    assert refunds() == [("A-1", Decimal("10.00"))]
+    results = {e.data["tool_call_id"]: e.data["result"] for e in TurnEvent.objects.filter(
+        run=continuation, type="tool.completed")}
+    first, second = results["refund-desk-1-call-1"], results["refund-desk-1-call-2"]
+    assert first == {"refund_id": second["refund_id"], "order_id": "A-1", "amount": "10.00"}
+    assert second["refunded"] is False and "500.00 was not made" in second["reason"]

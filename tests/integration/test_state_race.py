@@ -7,7 +7,8 @@ Python, the API, a pause token and the admin, each running the continuation it m
 workers running the continuation as a redelivery would; retries of it; answers
 replayed into a second continuation; the first turn delivered again. Invariant: one
 continuation takes the state and completes, each approved refund is recorded once,
-nothing fails with anything but a refusal, and no process sees a 5xx.
+nothing fails with anything but a refusal (a replayed answer's continuation row:
+``lineage_refused``), and no process sees a 5xx.
 
 ``SYMFONIC_STATE_RACE_TRIALS`` trials per framework (1 in ``make test``; the issue's
 acceptance is 20).
@@ -39,7 +40,7 @@ TRIALS = int(os.environ.get("SYMFONIC_STATE_RACE_TRIALS", "1"))
 REFUNDS = [{"order_id": f"S-{n}", "amount": 10 + n} for n in range(3)]
 #: What a process may end with: a continuation run to its end, or a refusal.
 REFUSALS = {"already_answered", "not_retryable", "skipped", "no_continuation", "200", "302",
-            "failed:state_consumed"}
+            "failed:state_consumed", "failed:lineage_refused"}
 
 FRAMEWORKS = [pytest.param(agent, marks=pytest.mark.skipif(
     not find_spec(package) and not os.environ.get("CI"), reason=f"needs {package}"))

@@ -106,13 +106,12 @@ def test_a_continuation_that_pauses_again_stores_its_own_state():
 def test_an_expired_approval_tells_the_model_each_call_timed_out(settings):
     from symfonic_django.agents.openai_agents import TIMEOUT_MESSAGE
     from symfonic_django.pauses import TIMEOUT_ANSWER
-    from symfonic_django.runs import queue_continuation
     from symfonic_django.turns import execute_run
+    from tests.handwritten import continuation_by_hand
 
     run, pause = paused()
     Pause.objects.filter(pk=pause.pk).update(status="expired")
-    continuation = queue_continuation(run, resumed_from=pause, dispatch=False,
-                                      answers={str(pause.pk): TIMEOUT_ANSWER})
+    continuation = continuation_by_hand(run, pause, {str(pause.pk): TIMEOUT_ANSWER})
     execute_run(continuation.pk)
     continuation.refresh_from_db()
     assert continuation.status == RunStatus.COMPLETED, continuation.error

@@ -14,10 +14,10 @@ from symfonic_django.agents.openai_agents import OpenAIAgent, fenced_function_to
 from symfonic_django.agents.recorded import args_digest
 from symfonic_django.exceptions import InteractionConfigurationError
 from symfonic_django.models import AgentState, Pause, Run, RunStatus, ToolResult
-from symfonic_django.runs import queue_continuation
 from symfonic_django.turns import execute_run
 from tests.testapp.models import Refund
 
+from ..handwritten import continuation_by_hand
 from .agents import BODY_RUNS, FAIL_NEXT, MODEL_CALLS, RAISE_AFTER_WRITE
 from .conftest import THREE, answer, events_of, paused
 
@@ -130,8 +130,7 @@ def test_a_fenced_tool_result_that_is_not_json_fails_the_turn():
     agents_tools = agents.refund
     agents.refund = refund
     try:
-        continuation = queue_continuation(run, resumed_from=pause, dispatch=False,
-                                          answers={str(pause.pk): {"decisions": [
+        continuation = continuation_by_hand(run, pause, {str(pause.pk): {"decisions": [
                                               {"type": "approve"}]}})
         execute_run(continuation.pk)
     finally:

@@ -24,6 +24,7 @@ from symfonic_django.runs import queue_continuation
 from symfonic_django.turns import execute_run
 from tests.testapp.models import Refund
 
+from ..handwritten import continuation_by_hand
 from . import agents
 from .agents import BODY_RUNS, BUILT, MODEL_CALLS
 from .conftest import answer, paused, rows, run_turn
@@ -148,7 +149,7 @@ def test_a_resume_of_a_completed_state_is_refused_and_the_model_is_not_asked():
 
 def test_a_resume_with_no_decision_is_refused():
     run, pause = paused()
-    continuation = queue_continuation(run, resumed_from=pause, answers={}, dispatch=False)
+    continuation = continuation_by_hand(run, pause, {})
     before = rows()
     execute_run(continuation.pk)
     continuation.refresh_from_db()
@@ -159,7 +160,7 @@ def test_a_resume_with_no_decision_is_refused():
 
 def test_an_answer_naming_another_pause_is_refused():
     run, pause = paused()
-    continuation = queue_continuation(run, resumed_from=pause, dispatch=False, answers={
+    continuation = continuation_by_hand(run, pause, {
         str(pause.pk): {"decisions": [{"type": "approve"}] * 3},
         str(uuid.uuid4()): {"decisions": [{"type": "approve"}]}})
     before = rows()
@@ -201,6 +202,8 @@ def test_items_of_another_agent_object_cannot_be_approved_each_turn_restores_its
 
 
 def test_a_second_continuation_of_the_same_pause_is_refused():
+    """A continuation row the pause's answer did not make is refused before it sees the
+    state."""
     run, pause = paused()
     first = answer(pause, [{"type": "approve"}] * 3)
     assert first.status == RunStatus.COMPLETED
@@ -209,7 +212,7 @@ def test_a_second_continuation_of_the_same_pause_is_refused():
     before = rows()
     execute_run(second.pk)
     second.refresh_from_db()
-    assert second.status == RunStatus.FAILED and second.error["code"] == "state_consumed"
+    assert second.status == RunStatus.FAILED and second.error["code"] == "lineage_refused"
     assert rows() == before and BODY_RUNS == {"A-1": 1, "B-2": 1, "C-3": 1}
 
 

@@ -1,8 +1,8 @@
 """The Pydantic AI agents the adapter's tests drive, on one scripted model.
 
 The model (``desk``) reads its script from the run's input: ``{"calls": [[tool, args,
-id], ...]}`` are the calls of its first step; once they are answered it says what each
-call came back with. ``MODEL_CALLS`` counts its replies, ``BODY_RUNS`` each tool body's
+id], ...]}`` are the calls of its first step, ``"then"`` (optional) those of a second
+one; once they are answered it says what each call came back with. ``MODEL_CALLS`` counts its replies, ``BODY_RUNS`` each tool body's
 runs by call id.
 """
 
@@ -49,6 +49,11 @@ def reply(messages: list[ModelMessage], info: AgentInfo | None = None) -> ModelR
     last = messages[-1]
     returned = [p for p in last.parts if p.part_kind == "tool-return"] if isinstance(
         last, ModelRequest) else []
+    later = _script(messages).get("then")
+    steps = sum(1 for m in messages if isinstance(m, ModelResponse) and m.tool_calls)
+    if returned and later and steps == 1:  # a second step, scripted by the input's "then"
+        return ModelResponse(parts=[TextPart("More."), *(
+            ToolCallPart(name, args, tool_call_id=call_id) for name, args, call_id in later)])
     if returned:
         said = "; ".join(f"{p.tool_call_id}={json.dumps(p.content, default=str)}"
                          for p in returned)
@@ -66,6 +71,13 @@ async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator
         elif isinstance(part, ToolCallPart):
             yield {index: DeltaToolCall(name=part.tool_name, json_args=json.dumps(part.args),
                                         tool_call_id=part.tool_call_id)}
+
+
+def _script(messages: list[ModelMessage]) -> dict[str, Any]:
+    """The run's input: the first user prompt of the conversation, as JSON."""
+    first = next(p.content for m in messages if isinstance(m, ModelRequest)
+                 for p in m.parts if p.part_kind == "user-prompt")
+    return dict(json.loads(first))
 
 
 desk = FunctionModel(reply, stream_function=stream, model_name="desk")

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 
-from symfonic_django import pauses, runs
+from symfonic_django import pauses
 from symfonic_django.exceptions import InvalidAnswer
 from symfonic_django.models import AgentState, Pause, Run, RunStatus
 
+from ..handwritten import continuation_by_hand
 from .agents import BODY_RUNS, MODEL_CALLS, VERDICTS, calls
 from .conftest import continue_run, pauses_of, refunds, rows, run_turn
 
@@ -31,8 +32,7 @@ def continuation_with(run: Run, *decisions: dict[str, Any]) -> Run:
     hand-written or replayed answer would be)."""
     [pause] = pauses_of(run)
     Pause.objects.filter(pk=pause.pk).update(status="answered")
-    return runs.queue_continuation(run, resumed_from=pause, dispatch=False,
-                                   answers={str(pause.pk): {"decisions": list(decisions)}})
+    return continuation_by_hand(run, pause, {str(pause.pk): {"decisions": list(decisions)}})
 
 
 def refused(run: Run, reason: str) -> None:
@@ -111,6 +111,8 @@ def test_an_answer_to_another_pause_is_refused():
 # --- a history resumed twice runs its approved tools twice --------------------------------
 
 def test_a_second_continuation_of_the_same_pause_is_refused_and_changes_nothing():
+    """A continuation row the pause's answer did not make (written by hand, replayed) is
+    refused before it sees the history."""
     run = run_turn("pyd_refunds", calls(A1))
     [pause] = pauses_of(run)
     first = continue_run(pauses.answer_pause(
@@ -122,7 +124,7 @@ def test_a_second_continuation_of_the_same_pause_is_refused_and_changes_nothing(
                                     "decisions": [{"type": "approve"}]}}},
                                 resumed_from=pause)
     second = continue_run(second.pk)
-    assert second.status == RunStatus.FAILED and second.error["code"] == "state_consumed"
+    assert second.status == RunStatus.FAILED and second.error["code"] == "lineage_refused"
     after = rows()
     del after["runs"], before["runs"]
     assert after == before and BODY_RUNS == {"A-1:10.0": 1}
@@ -182,3 +184,20 @@ def test_a_tool_with_a_custom_args_validator_is_offered_no_edit_and_an_edit_is_r
     continuation = continuation_with(run, edit("checked_refund", order_id="SUN-1", amount=1))
     refused(continue_run(continuation.pk), "decisions_mismatch")
     assert refunds() == [] and AgentState.objects.get(run=run).consumed_by_id is None
+
+
+def test_a_later_step_proposing_a_call_id_the_conversation_ran_is_refused_before_it_pauses():
+    """``call-1`` ran in the first step; the second proposes ``call-1`` again (for another
+    order) beside a new call. A reviewer must not be asked to approve a call that could
+    never run (or would replay the first one's result): the step is refused unasked."""
+    script = calls(A1)
+    script["then"] = [["refund", {"order_id": "P-2", "amount": 99}, "call-1"],
+                      ["refund", {"order_id": "P-3", "amount": 7}, "call-3"]]
+    run = run_turn("pyd_refunds", script)
+    [pause] = pauses_of(run)
+    done = continue_run(pauses.answer_pause(
+        pause.pk, {"decisions": [{"type": "approve"}]}, dispatch=False).continuation.pk)
+    assert done.status == RunStatus.FAILED and done.error["code"] == "tool_call_mismatch"
+    assert not Pause.objects.filter(run=done).exists()
+    assert not AgentState.objects.filter(run=done).exists()
+    assert refunds() == [("A-1", 10)] and BODY_RUNS == {"A-1:10.0": 1}

@@ -53,18 +53,51 @@ def test_the_state_is_stored_before_the_pause_and_taken_by_the_continuation():
     assert sorted(Refund.objects.values_list("order_id", flat=True)) == ["A", "B"]
 
 
-def test_a_second_continuation_of_the_same_pauses_is_refused_and_changes_nothing():
+def second_continuation(run: Run, first: Run | None, answer: Any) -> Run:
+    """A continuation row written by hand (an answer replayed, a forged row)."""
+    [pause] = Pause.objects.filter(run=run)
+    return Run.objects.create(agent="stateful", scope_key=run.scope_key, parent=run,
+                              root_id=run.root_id or run.pk, resumed_from=pause,
+                              input={"answers": {str(pause.pk): answer}})
+
+
+def test_a_continuation_the_pauses_did_not_make_is_refused_and_changes_nothing():
     run = paused({"orders": ["A"]})
     first = approve(run)
     before = rows()
-    second = Run.objects.create(agent="stateful", scope_key=run.scope_key, parent=run,
-                                root_id=run.root_id or run.pk, input={"answers": {}},
-                                resumed_from=first.resumed_from)
+    second = second_continuation(run, first, {"decisions": [{"type": "approve"}]})
+    execute_run(second.pk)
+    second.refresh_from_db()
+    assert second.status == RunStatus.FAILED and second.error["code"] == "lineage_refused"
+    assert rows() == before and first.status == RunStatus.COMPLETED
+    assert BODY_RUNS == {"call-A": 1}
+
+
+def test_a_forged_continuation_run_first_does_not_take_the_state_from_the_real_one():
+    """Its answers are its own (approve what the reviewer may reject): it never sees the
+    state, and the continuation the answer made still takes it."""
+    run = paused({"orders": ["A"]})
+    forged = second_continuation(run, None, {"decisions": [{"type": "approve"}]})
+    execute_run(forged.pk)
+    forged.refresh_from_db()
+    assert forged.error["code"] == "lineage_refused"
+    assert AgentState.objects.get(run=run).consumed_by_id is None and not Refund.objects.exists()
+    done = approve(run)
+    assert done.status == RunStatus.COMPLETED and BODY_RUNS == {"call-A": 1}
+
+
+def test_a_state_taken_is_not_handed_to_the_pauses_next_continuation():
+    """Should the pauses name another continuation after the first took the state (a row
+    changed by hand), that one is refused state_consumed."""
+    run = paused({"orders": ["A"]})
+    first = approve(run)
+    before = rows()
+    second = second_continuation(run, first, {"decisions": [{"type": "approve"}]})
+    Pause.objects.filter(run=run).update(continuation=second)
     execute_run(second.pk)
     second.refresh_from_db()
     assert second.status == RunStatus.FAILED and second.error["code"] == "state_consumed"
-    assert rows() == before and first.status == RunStatus.COMPLETED
-    assert BODY_RUNS == {"call-A": 1}
+    assert rows() == before and BODY_RUNS == {"call-A": 1}
 
 
 def test_the_same_continuation_claimed_again_retakes_the_state_and_replays_its_calls():

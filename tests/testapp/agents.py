@@ -71,7 +71,10 @@ def record_refund(order_id: str, amount: Any, run_id: str) -> dict[str, Any]:
     """Store the approved refund exactly as approved; the result says what the row holds.
 
     One row per run and order id: recording the same order again in the same run
-    (the effect run again) returns the row already there.
+    (the effect run again) returns the row already there. Another amount for an order
+    the run refunded already (two calls for one order, an edit naming it) is not
+    made, and the result says so (``refunded: false`` and why) rather than passing
+    the first refund off as this one.
     """
     from tests.testapp.models import Refund
 
@@ -79,9 +82,15 @@ def record_refund(order_id: str, amount: Any, run_id: str) -> dict[str, Any]:
     # The schema refused such values before anyone approved them. Should one get here
     # anyway, the row's own validators refuse it rather than the database rounding it.
     refund.clean_fields()
+    asked = refund.amount.quantize(CENT)
     refund, _ = Refund.objects.get_or_create(run_id=run_id, order_id=refund.order_id, defaults={
-        "amount": refund.amount.quantize(CENT)})
-    return {"refund_id": refund.pk, "order_id": refund.order_id, "amount": str(refund.amount)}
+        "amount": asked})
+    result = {"refund_id": refund.pk, "order_id": refund.order_id, "amount": str(refund.amount)}
+    if refund.amount != asked:
+        return {**result, "refunded": False, "reason": (
+            f"order {refund.order_id} was refunded {refund.amount} in this run already; "
+            f"this refund of {asked} was not made")}
+    return result
 
 
 class RefundAgent:

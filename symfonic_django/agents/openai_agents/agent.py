@@ -44,7 +44,7 @@ from ...exceptions import ResumeRefused, SymfonicError, ToolCallMismatch
 from ...jsontext import jsonable
 from ...models import Pause, PauseKind
 from ...turns import LeaseLost, current_turn, request_pause
-from ..recorded import root_run_of
+from ..recorded import refuse_recorded_ids, root_run_of
 from ..stored_state import consume_state, save_state, saved_state
 from .prompts import Describe, approval_prompt, call_args, check_call_ids, pause_key
 from .resume import Decided, decide, refusal_message
@@ -140,8 +140,10 @@ class OpenAIAgent:
     async def _pause(self, result: RunResultStreaming) -> None:
         """Store the state, then ask one pause about the step's calls (module docstring)."""
         items = list(result.interruptions)
-        key = pause_key(check_call_ids(items))
+        ids = check_call_ids(items)
+        key = pause_key(ids)
         await sync_to_async(_refuse_asked_before)(key)
+        await sync_to_async(refuse_recorded_ids)(ids)
         await sync_to_async(save_state)(FRAMEWORK, result.to_state().to_string())
         await self._ask(items, key)
 

@@ -44,6 +44,7 @@ from ...events import Event, TurnCompleted, TurnFailed
 from ...exceptions import InteractionConfigurationError, ResumeRefused, ToolCallMismatch
 from ...models import PauseKind
 from ...turns import current_turn, request_pause
+from ..recorded import refuse_recorded_ids
 from ..stored_state import consume_state, save_state, saved_state
 from .approvals import (
     FRAMEWORK,
@@ -141,6 +142,7 @@ class PydanticAIAgent:
                      messages: Sequence[ModelMessage]) -> None:
         """Store the state, then ask one pause for every approval of the step."""
         check_requests(requests)
+        await sync_to_async(refuse_recorded_ids)(c.tool_call_id for c in requests.approvals)
         tools = await agent_tools(self.agent, self.deps)
         prompt = hitl.validate_proposal(approval_prompt(requests, tools, self.describe))
         state = dump_state(list(messages), requests, prompt)
