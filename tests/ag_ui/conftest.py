@@ -116,7 +116,9 @@ async def read_all(response: Any) -> bytes:
 
 
 def post(client: APIClient, agent: str, sent: Any, **headers: str) -> Stream:
-    response = client.post(f"{API}ag-ui/{agent}/", sent, format="json", **headers)
+    # As HttpAgent sends it: a JSON body, accepting the event stream.
+    response = client.post(f"{API}ag-ui/{agent}/", sent, format="json",
+                           **{"HTTP_ACCEPT": "text/event-stream", **headers})
     content = async_to_sync(read_all)(response) if response.streaming else response.content
     events, ids = parse(content.decode())
     assert events, "the endpoint sent no event"

@@ -63,6 +63,11 @@ class AgUiView(SymfonicAPIView):
 
     permission_classes = [IsAuthenticated]
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # An AG-UI client accepts text/event-stream, which no DRF renderer offers; the
+        # response is the stream itself, never a rendered body, so any renderer will do.
+        return super().perform_content_negotiation(request, force=True)
+
     def handle_exception(self, exc: Exception) -> Any:
         """Any refusal, before the stream starts, as a stream of one ``RUN_ERROR``."""
         answered = exception_handler(exc, self.get_exception_handler_context())
