@@ -160,3 +160,14 @@ def test_a_first_approval_of_two_is_counted_and_the_run_stays_interrupted(
     assert interrupt["id"] == first.interrupts[0]["id"]
     assert Decision.objects.filter(via="ag-ui", action="approve").count() == 1
     assert Pause.objects.get(pk=interrupt["id"].split(":")[0]).status == PauseStatus.PENDING
+
+
+def test_a_failure_while_streaming_ends_with_run_error(agui: Any, thread: str,
+                                                       monkeypatch: Any) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr("symfonic_django.api.agui.stream.rows_after", broken)
+    stream = agui("alice", "refund", body(thread, input=REFUND))
+    assert stream.types == ["RUN_STARTED", "RUN_ERROR"]
+    assert stream.last["code"] == "server_error"

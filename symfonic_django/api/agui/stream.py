@@ -18,6 +18,7 @@ open at ``after`` goes on where it was, without a gap or a duplicate.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -37,6 +38,8 @@ from ...models import Run, TurnEvent
 from .interrupts import own_calls_resumed_by, paused_turn
 from .mapping import Translator, call_events
 from .wire import KEEPALIVE, encode, meta, run_error
+
+log = logging.getLogger(__name__)
 
 #: Seconds between two reads of a quiet turn, at first and at most.
 POLL_INTERVAL = 0.25
@@ -92,8 +95,27 @@ def run_started(thread_id: str, run_id: str, app_run_id: str | None) -> str:
 
 async def follow(app_run_id: Any, *, thread_id: str, run_id: str, after: int = 0
                  ) -> AsyncIterator[str]:
-    """The AG-UI stream of the app's run ``app_run_id`` (module docstring)."""
+    """The AG-UI stream of the app's run ``app_run_id`` (module docstring).
+
+    A failure while streaming (the database gone) is not a silent end of the response:
+    it ends with ``RUN_ERROR`` ``server_error``, and the client may reconnect with the
+    last id it saw. (A client that leaves cancels the stream; nothing is sent then.)
+    """
     yield run_started(thread_id, run_id, str(app_run_id))
+    try:
+        async for chunk in translated(app_run_id, thread_id=thread_id, run_id=run_id,
+                                      after=after):
+            yield chunk
+    except Exception:
+        log.exception("the AG-UI stream of run %s failed", app_run_id)
+        yield encode([run_error("server_error", "The stream failed; reconnect with the last "
+                                "id you saw (forwardedProps.after).", status=500,
+                                run_id=run_id, app_run_id=str(app_run_id))])
+
+
+async def translated(app_run_id: Any, *, thread_id: str, run_id: str, after: int
+                     ) -> AsyncIterator[str]:
+    """The run's stored rows after ``after``, translated, to the end of the turn."""
     run = await sync_to_async(Run.objects.get)(pk=app_run_id)
     translator = Translator(str(run.pk), await sync_to_async(own_calls_resumed_by)(run))
     last, interval, quiet_since = 0, POLL_INTERVAL, time.monotonic()
