@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from example_project.shop.views import agui_page
 from symfonic_django.viewer import viewer_urlpatterns
 
 # The admin's index links the reviewers' inbox (/admin/symfonic_django/pause/inbox/).
@@ -16,4 +17,6 @@ urlpatterns = [
     path("admin/symfonic/", include(viewer_urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/symfonic/", include("symfonic_django.api.urls")),
+    # A page of the example's own that speaks AG-UI (@ag-ui/client) to the endpoint above.
+    path("agui/", agui_page, name="agui"),
 ]

@@ -34,9 +34,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
@@ -217,8 +218,10 @@ def cookie_header(world: World, actor: str) -> str | None:
 
 
 def start(world: World, actor: str, amount: float, *, session_id: str = "") -> tuple[int, Any]:
-    body = {"agent": "refund", "input": {"order_id": f"MX-{next(world.counter)}",
-                                         "amount": amount}}
+    number = next(world.counter)
+    # Each run on a thread of its own, as an AG-UI client resumes it (``ag-ui/{agent}/``).
+    body = {"agent": "refund", "input": {"order_id": f"MX-{number}", "amount": amount},
+            "thread_id": f"mx-thread-{number}"}
     if session_id:
         body["session_id"] = session_id
     response = api(world, actor).post(f"{API}runs/", body, format="json")
@@ -675,6 +678,88 @@ def api_start(world: World, actor: str) -> str:
     return str(status) if Run.objects.count() == before else f"{status}, yet a run was made"
 
 
+def agui(world: World, actor: str, sent: dict[str, Any]) -> list[dict[str, Any]]:
+    """The actor's ``POST ag-ui/refund/``: its events, the turns it waits for run here."""
+    from ag_ui.core import Event
+    from pydantic import TypeAdapter
+
+    from symfonic_django.api.agui import stream
+
+    async def run_queued(run_id: Any, seconds: float) -> None:
+        def run_them() -> None:
+            for queued in Run.objects.filter(status=RunStatus.QUEUED, root_id__in=Run.objects.filter(
+                    pk=run_id).values("root_id")).values_list("pk", flat=True):
+                execute_run(queued)
+        await sync_to_async(run_them)()
+
+    async def read(response: Any) -> bytes:
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    sent = {"runId": f"mx-{next(world.counter)}", "messages": [], **sent}
+    with patch.object(stream, "wait_for_more", run_queued):
+        response = api(world, actor).post(f"{API}ag-ui/refund/", sent, format="json")
+        text = async_to_sync(read)(response).decode()
+    events = [json.loads(frame.split("data: ", 1)[1]) for frame in text.split("\n\n")
+              if "data: " in frame]
+    for event in events:
+        TypeAdapter(Event).validate_python(event)
+    return events
+
+
+def agui_label(events: list[dict[str, Any]]) -> str | None:
+    """The HTTP status of an AG-UI refusal (``RUN_ERROR``), or ``None`` when it ran."""
+    if events and events[-1]["type"] == "RUN_ERROR":
+        return str(events[-1].get("metadata", {}).get("symfonic", {}).get("status", "?"))
+    return None
+
+
+def agui_resume(two: bool) -> Driver:
+    def drive(world: World, actor: str) -> str:
+        made = world.target(actor, two=two)
+        before = rows_of(made.pause)
+        events = agui(world, actor, {"threadId": made.run.thread_id, "resume": [
+            {"interruptId": f"{made.pause.pk}:0", "status": "resolved",
+             "payload": {"approved": True}}]})
+        label = agui_label(events)
+        if label is not None:
+            return refusal(label, made.pause, before)
+        happened = effect(made.pause, before)
+        return happened if happened in ("allowed", "counted") else f"ran, yet {happened}"
+    return drive
+
+
+surface("API POST ag-ui/{agent}/ (resume)")(agui_resume(two=False))
+surface("API POST ag-ui/{agent}/ (resume), two approvers")(agui_resume(two=True))
+
+
+@surface("API POST ag-ui/{agent}/ (new input)")
+def agui_start(world: World, actor: str) -> str:
+    before = Run.objects.count()
+    events = agui(world, actor, {"threadId": f"mx-agui-{next(world.counter)}",
+                                 "forwardedProps": {"input": {"order_id": "MX-AG",
+                                                              "amount": 40}}})
+    label = agui_label(events)
+    if label is not None:
+        return label if Run.objects.count() == before else f"{label}, yet a run was made"
+    run = Run.objects.filter(pk=events[0]["metadata"]["symfonic"]["appRunId"]).first()
+    user = world.user(actor)
+    if run is not None and user is not None and run.started_by_id == user.pk:
+        return "allowed"
+    return f"ran, yet the run's starter is {run and run.started_by_id}"
+
+
+@surface("API POST ag-ui/{agent}/ (reconnect)")
+def agui_reconnect(world: World, actor: str) -> str:
+    run = world.target(actor).run
+    events = agui(world, actor, {"threadId": run.thread_id,
+                                 "forwardedProps": {"after": f"{run.pk}:0"}})
+    label = agui_label(events)
+    if label is not None:
+        return label
+    ran = [e["type"] for e in events]
+    return "allowed" if ran[0] == "RUN_STARTED" and ran[-1] == "RUN_FINISHED" else str(ran)
+
+
 @surface("websocket with session")
 def ws_session(world: World, actor: str) -> str:
     return stream_label(*watch(world.target(actor).run.pk, cookie=cookie_header(world, actor)))
@@ -728,6 +813,7 @@ def test_every_api_route_has_a_row_in_the_matrix() -> None:
     missing = []
     for pattern in urlpatterns:
         route = re.sub(r"\(\?P<pk>[^)]*\)", "{id}", str(pattern.pattern)).strip("^$")
+        route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)  # path("ag-ui/<str:agent>/")
         if route.startswith("schema/"):
             continue  # the OpenAPI document and its pages: public, they read no rows
         if not re.sub(r"\([^)]*\)\??", "", route).strip("/"):

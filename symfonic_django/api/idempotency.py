@@ -86,7 +86,17 @@ def idempotent(request: Request, caller: str, handle: Callable[[], Response]) ->
     key = _given_key(request)
     if key is None:
         return handle()
-    held = _record_or_replay(caller, key, fingerprint(request))
+    return once(caller, key, fingerprint(request), handle)
+
+
+def once(caller: str, key: str, digest: str, handle: Callable[[], Response]) -> Response:
+    """``handle()`` once per ``(caller, key)``: the record, the replay and the refusals above.
+
+    ``key`` is a SHA-256 hex digest naming the request (``idempotent`` hashes the
+    header; the AG-UI endpoint hashes the resume itself, so a replayed resume is
+    one request whatever header it carries) and ``digest`` its fingerprint.
+    """
+    held = _record_or_replay(caller, key, digest)
     if isinstance(held, Response):
         return held
     try:

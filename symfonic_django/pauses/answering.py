@@ -28,7 +28,8 @@ from .settling import settle
 
 #: Where a person answers as a reviewer: there every answer needs the answer permission in
 #: the pause's scope, held at that moment. (A token answers through ``resume/``: ``TOKEN``.)
-REVIEWER_SURFACES = (AnsweredVia.ADMIN, AnsweredVia.API)
+#: An AG-UI resume is the caller's answer, judged as ``pauses/{id}/answer/`` judges it.
+REVIEWER_SURFACES = (AnsweredVia.ADMIN, AnsweredVia.API, AnsweredVia.AG_UI)
 
 
 def _check_size(answer: Any) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import action
@@ -69,22 +71,11 @@ class RunViewSet(ListAndReadViewSet[Run]):
                     "stream; `pause` is null.",
         request=s.RunCreateRequestSerializer, responses=ACCEPTED)
     def create(self, request: Request) -> Response:
-        if not request.user.has_perm(START_PERMISSION):
-            raise PermissionDenied("You may not start runs (you lack the start_run permission).")
+        scope = requested_scope(request)  # a caller who may not start runs: 403 before 400
         data = read_body(s.RunCreateRequestSerializer, request)
-        resolver = settings.REQUEST_SCOPE
-        scope = resolver(request) if resolver else None
-        if scope is None:
-            why = ("SYMFONIC['REQUEST_SCOPE'] found no scope for you" if resolver else
-                   "this deployment sets no SYMFONIC['REQUEST_SCOPE'] to find the scope of "
-                   "a request")
-            raise PermissionDenied(
-                f"You belong to no scope a run could be started in: {why}. Reviewing every "
-                "scope (a superuser) is not belonging to one: a run is started in the scope "
-                "REQUEST_SCOPE gives the request.")
-        run = start_run(data["agent"], data["input"], scope=scope,
-                        session_id=data.get("session_id", ""),
-                        thread_id=data.get("thread_id", ""), started_by=request.user)
+        run = start_requested_run(request, data["agent"], data["input"], scope=scope,
+                                  session_id=data.get("session_id", ""),
+                                  thread_id=data.get("thread_id", ""))
         return accepted(None, run, caller=request.user)
 
     @extend_schema(
@@ -103,3 +94,35 @@ class RunViewSet(ListAndReadViewSet[Run]):
         return Response({"results": wire_events(
             rows_after(run.pk, after, EVENTS_PAGE), run,
             with_tokens=may_hold_tokens(request.user, run))})
+
+
+def requested_scope(request: Request) -> Any:
+    """The scope a run started by ``request`` belongs to, or ``PermissionDenied`` saying why
+    there is none: the ``start_run`` permission first, then ``SYMFONIC['REQUEST_SCOPE']``.
+
+    ``POST runs/`` and the AG-UI endpoint (``agui``) ask it alike, before anything else.
+    """
+    if not request.user.has_perm(START_PERMISSION):
+        raise PermissionDenied("You may not start runs (you lack the start_run permission).")
+    resolver = settings.REQUEST_SCOPE
+    scope = resolver(request) if resolver else None
+    if scope is None:
+        why = ("SYMFONIC['REQUEST_SCOPE'] found no scope for you" if resolver else
+               "this deployment sets no SYMFONIC['REQUEST_SCOPE'] to find the scope of "
+               "a request")
+        raise PermissionDenied(
+            f"You belong to no scope a run could be started in: {why}. Reviewing every "
+            "scope (a superuser) is not belonging to one: a run is started in the scope "
+            "REQUEST_SCOPE gives the request.")
+    return scope
+
+
+def start_requested_run(request: Request, agent: str, input: Any, *, session_id: str = "",
+                        thread_id: str = "", scope: Any = None) -> Run:
+    """Start a run of ``agent`` for the caller of ``request``, in their scope: the one way
+    ``POST runs/`` and the AG-UI endpoint start runs (``requested_scope``, then
+    ``runs.start_run``, which checks the agent and its input schema)."""
+    if scope is None:
+        scope = requested_scope(request)
+    return start_run(agent, input, scope=scope, session_id=session_id,
+                     thread_id=thread_id, started_by=request.user)
