@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install312 services chromium test install-check demo smoke bench lint clean
+.PHONY: install install312 services chromium node test install-check demo smoke bench lint clean
 
 # The app with its extras, and the dependency group the target needs (pip >= 25.1 reads
 # [dependency-groups]; the first step brings it): `demo` is the server and the URL parser,
@@ -39,7 +39,14 @@ services:
 chromium:
 	bash scripts/chromium.sh
 
-test: install install312 services chromium
+# The real @ag-ui/client the AG-UI Node test drives (tests/ag_ui/client, its lock committed).
+tests/ag_ui/client/node_modules/.installed: tests/ag_ui/client/package-lock.json
+	npm ci --prefix tests/ag_ui/client --no-audit --no-fund
+	touch $@
+
+node: tests/ag_ui/client/node_modules/.installed
+
+test: install install312 services chromium node
 	$(VENV)/bin/ruff check symfonic_django example_project tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

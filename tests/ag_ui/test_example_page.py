@@ -3,8 +3,9 @@ daphne serving ``example_project``, a Celery worker, PostgreSQL, Redis.
 
 alice starts three refunds through ``refund_graph``, gets one interrupt card per refund,
 approves one, edits one, rejects one, and sees the result; the approved and the edited
-refunds are recorded, nothing else. Two screenshots: ``docs/images/agui-card.png`` (the
-cards) and ``docs/images/agui-result.png`` (the result).
+refunds are recorded, nothing else. Two screenshots, ``agui-card.png`` (the cards) and
+``agui-result.png`` (the result), in the test's temp dir or ``SYMFONIC_SHOTS``: the
+doc's are ``docs/images/``'s.
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ from django.test import Client
 
 from ..conftest import need
 from ..e2e.conftest import CHROMIUM, CHROMIUM_ARGS
-from ..e2e.stack import ROOT, Stack, database_url
+from ..e2e.stack import Stack, database_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.services,
               pytest.mark.django_db(transaction=True)]
 
-IMAGES = ROOT / "docs" / "images"
+#: Where the screenshots go: the test's temp dir, or ``SYMFONIC_SHOTS`` when set (the doc's
+#: are made with ``SYMFONIC_SHOTS=$PWD/docs/images``), never the checkout by itself.
+IMAGES_ENV = "SYMFONIC_SHOTS"
 
 
 def test_the_example_page_approves_edits_and_rejects_over_ag_ui(tmp_path: Path) -> None:
+    shots = Path(os.environ.get(IMAGES_ENV) or tmp_path)
     from example_project.shop.management.commands.seed_demo import seed_users
     from example_project.shop.models import Refund
 
@@ -71,11 +75,11 @@ def test_the_example_page_approves_edits_and_rejects_over_ag_ui(tmp_path: Path) 
                 cards.nth(1).locator("input.agui-edit-amount").fill("2")
                 cards.nth(2).locator("button.agui-reject").click()
                 cards.nth(2).locator("input.agui-note").fill("Not this one.")
-                page.screenshot(path=str(IMAGES / "agui-card.png"), full_page=True)
+                page.screenshot(path=str(shots / "agui-card.png"), full_page=True)
                 page.click("button.agui-send")
                 page.wait_for_selector(".agui-output", timeout=30_000)
                 text = page.inner_text("#agui-result")
-                page.screenshot(path=str(IMAGES / "agui-result.png"), full_page=True)
+                page.screenshot(path=str(shots / "agui-result.png"), full_page=True)
                 assert "refund(s) reviewed" in text, text
                 assert page.inner_text("#agui-status") == "Done."
             finally:
