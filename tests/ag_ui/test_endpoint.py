@@ -149,6 +149,36 @@ def test_refund_graph_one_approve_one_edit_one_reject(agui: Any, thread: str) ->
         ("G-1", Decimal("10.00")), ("G-2", Decimal("2.00"))]
 
 
+FRAMEWORK_REFUNDS = [
+    pytest.param("refund_pydantic", True, marks=pytest.mark.skipif(
+        importlib.util.find_spec("pydantic_ai") is None, reason="needs [pydantic-ai]")),
+    pytest.param("refund_openai", False, marks=pytest.mark.skipif(
+        importlib.util.find_spec("agents") is None, reason="needs [openai-agents]")),
+]
+
+
+@pytest.mark.parametrize(("agent", "edits"), FRAMEWORK_REFUNDS)
+def test_the_pydantic_ai_and_openai_refunds_over_ag_ui(agui: Any, thread: str, agent: str,
+                                                       edits: bool) -> None:
+    """The framework agents behind the app are served as refund_graph is: one interrupt per
+    call, each resumed; an edit only where the agent offers one (not the OpenAI SDK's)."""
+    refunds = [{"order_id": "F-1", "amount": 10}, {"order_id": "F-2", "amount": 20},
+               {"order_id": "F-3", "amount": 30}]
+    first = agui("alice", agent, body(thread, input={"refunds": refunds}))
+    interrupts = first.interrupts
+    assert len(interrupts) == 3 and len({i["id"].split(":")[0] for i in interrupts}) == 1
+    assert [i["reason"] for i in interrupts] == ["tool_call"] * 3
+    assert all(("editedArgs" in i["responseSchema"]["properties"]) is edits
+               for i in interrupts)
+    second = {"approved": True, "editedArgs": {"order_id": "F-2", "amount": 2}} if edits else {
+        "approved": False, "message": "not this one"}
+    stream = agui("alice", agent, body(thread, resume=resumed(
+        interrupts, APPROVE, second, {"approved": False, "message": "no"})))
+    assert stream.last["type"] == "RUN_FINISHED" and stream.last["outcome"]["type"] == "success"
+    expected = [("F-1", Decimal("10.00"))] + ([("F-2", Decimal("2.00"))] if edits else [])
+    assert sorted(Refund.objects.values_list("order_id", "amount")) == expected
+
+
 def test_a_first_approval_of_two_is_counted_and_the_run_stays_interrupted(
         agui: Any, thread: str, settings: Any) -> None:
     settings.SYMFONIC = {**settings.SYMFONIC, "APPROVAL_POLICY":
