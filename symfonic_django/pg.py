@@ -148,3 +148,17 @@ def set_local_timeout(timeout: Timeout, milliseconds: int,
         with connection.cursor() as cursor:
             # SET takes no bind parameters; the value is an integer formatted here.
             cursor.execute(f"SET LOCAL {timeout} = '{int(milliseconds)}ms'")
+
+
+def lock_for_transaction(key: str, using: str = DEFAULT_DB_ALIAS) -> None:
+    """On PostgreSQL, take the transaction-scoped advisory lock named by ``key`` (hashed
+    with ``hashtext``): a second transaction asking for it waits until the first ends.
+
+    For a check that nothing of a kind exists followed by the insert of one (no row to
+    lock yet). Call it inside ``transaction.atomic()``. On SQLite, which runs one write
+    transaction at a time, it does nothing.
+    """
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])

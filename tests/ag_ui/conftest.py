@@ -8,6 +8,7 @@ stream waits for it, as a worker's would.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -92,6 +93,20 @@ def worker_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
         await sync_to_async(run_queued)()
 
     monkeypatch.setattr("symfonic_django.api.agui.stream.wait_for_more", run_them)
+
+
+#: What the tests start and answer: one refund, approved.
+REFUND = {"order_id": "AG-1", "amount": 12.5}
+APPROVE = {"approved": True}
+needs_langgraph = pytest.mark.skipif(importlib.util.find_spec("langgraph") is None,
+                                     reason="refund_graph needs the [langgraph] extra")
+
+
+def resumed(interrupts: list[dict[str, Any]], *payloads: Any, status: str = "resolved"
+            ) -> list[dict[str, Any]]:
+    """A ``resume`` array: one entry per interrupt, with its payload."""
+    return [{"interruptId": i["id"], "status": status, "payload": p}
+            for i, p in zip(interrupts, payloads, strict=True)]
 
 
 def body(thread: str, *, input: Any = None, resume: list[dict[str, Any]] | None = None,

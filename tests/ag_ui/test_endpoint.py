@@ -12,20 +12,9 @@ import pytest
 from symfonic_django.models import AnsweredVia, Decision, Pause, PauseStatus, Run
 from tests.testapp.models import Refund
 
-from .conftest import Stream, body
+from .conftest import APPROVE, REFUND, Stream, body, needs_langgraph, resumed
 
 pytestmark = pytest.mark.django_db
-
-REFUND = {"order_id": "AG-1", "amount": 12.5}
-APPROVE = {"approved": True}
-needs_langgraph = pytest.mark.skipif(importlib.util.find_spec("langgraph") is None,
-                                     reason="refund_graph needs the [langgraph] extra")
-
-
-def resumed(interrupts: list[dict[str, Any]], *payloads: Any, status: str = "resolved"
-            ) -> list[dict[str, Any]]:
-    return [{"interruptId": i["id"], "status": status, "payload": p}
-            for i, p in zip(interrupts, payloads, strict=True)]
 
 
 def test_a_refund_streams_as_ag_ui_and_its_pause_is_one_interrupt(agui: Any, thread: str) -> None:

@@ -17,8 +17,7 @@ from django.utils import timezone
 from symfonic_django.models import Decision, IdempotentResponse, Pause, Run
 from tests.testapp.models import Refund
 
-from .conftest import Stream, body
-from .test_endpoint import APPROVE, REFUND, needs_langgraph, resumed
+from .conftest import APPROVE, REFUND, Stream, body, needs_langgraph, resumed
 
 pytestmark = pytest.mark.django_db
 

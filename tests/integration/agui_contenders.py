@@ -80,3 +80,51 @@ def _ag_ui(ids: dict[str, Any], token: str) -> str:
     if last["type"] == "RUN_ERROR":
         return str(last.get("code"))
     return f"streamed:{last['outcome']['type']}"
+
+
+def start_at_barrier(env: dict[str, str], ids: dict[str, Any], index: int, barrier: Any,
+                     results: Any) -> None:
+    """Send a new input on ``ids["thread"]`` over AG-UI once every racer is ready, without
+    running anything (the turn stays queued); report ``(index, outcome)``: the run it
+    started, or the refusal's code."""
+    try:
+        _setup_django(env)
+    except BaseException as exc:
+        barrier.abort()
+        results.put((index, f"error: setup failed: {exc!r}"))
+        raise
+    barrier.wait(timeout=120)
+    try:
+        outcome = _start(ids, index)
+    except Exception as exc:  # a 5xx-class failure: report it, the test fails on it
+        outcome = f"error: {exc!r}"
+    results.put((index, outcome))
+
+
+def _start(ids: dict[str, Any], index: int) -> str:
+    import asyncio
+    from unittest.mock import patch
+
+    from asgiref.sync import async_to_sync
+    from django.test import Client
+
+    from symfonic_django.api.agui import stream
+
+    async def leave(response: Any) -> bytes:
+        # The first event names the run (RUN_STARTED) or the refusal (RUN_ERROR).
+        async for chunk in response.streaming_content:
+            return bytes(chunk)
+        return b""
+
+    async def never(run_id: Any, seconds: float) -> None:
+        await asyncio.sleep(3600)
+
+    body = {"threadId": ids["thread"], "runId": f"start-{index}", "messages": [],
+            "forwardedProps": {"input": {"order_id": f"T-{index}", "amount": 1}}}
+    with patch.object(stream, "wait_for_more", never):
+        response = Client().post("/api/symfonic/ag-ui/refund/", body,
+                                 content_type="application/json",
+                                 HTTP_ACCEPT="text/event-stream",
+                                 HTTP_AUTHORIZATION=f"Token {ids['token']}")
+        first = json.loads(async_to_sync(leave)(response).decode().split("data: ", 1)[1])
+    return "started" if first["type"] == "RUN_STARTED" else str(first.get("code"))

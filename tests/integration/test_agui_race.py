@@ -68,3 +68,28 @@ def test_32_resumes_through_ag_ui_and_the_api_one_continuation_one_refund(tenant
     print(f"won through {winner}: {dict(outcomes)}")
     if winner == "ag-ui":
         assert outcomes["streamed:success"] >= 1, reports
+
+
+INPUTS = 8
+
+
+def test_new_inputs_sent_at_once_on_one_thread_start_one_run(tenants):
+    """"Pending blocks input", under contention: 8 processes send a new input on one
+    thread at the same moment. The check and the new run are one transaction under a lock
+    of the thread: one run starts, the other 7 are refused thread_paused (the thread has a
+    turn in progress), and no second run meets the first on the thread."""
+    from .agui_contenders import start_at_barrier
+
+    users = seed_users()
+    ids = {"thread": "inputs-at-once", "token": users["alice"]["token"]}
+    ctx = process_context()
+    barrier, results = ctx.Barrier(INPUTS), ctx.Queue()
+    env = process_env()
+    racers = [ctx.Process(target=start_at_barrier, args=(env, ids, i, barrier, results),
+                          daemon=True) for i in range(INPUTS)]
+    for racer in racers:
+        racer.start()
+    reports = collect(results, racers, timeout=120)
+    outcomes = Counter(outcome for _, outcome in reports)
+    assert outcomes == {"started": 1, "thread_paused": INPUTS - 1}, reports
+    assert Run.objects.filter(thread_id="inputs-at-once").count() == 1

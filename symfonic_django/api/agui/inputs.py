@@ -7,7 +7,6 @@ read is refused with ``invalid_request`` (a ``RUN_ERROR``), and changes nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from typing import Any
 from ag_ui.core import RunAgentInput, UserMessage
 from pydantic import ValidationError
 
+from ... import jsontext
+from ...conf import settings
 from ...exceptions import InvalidRequest, NotFound
 
 #: A thread id is the run's ``thread_id`` column: 1 to 200 characters.
@@ -54,12 +55,26 @@ def agent_input(given: RunAgentInput) -> Any:
         return given.state
     for message in reversed(given.messages):
         if isinstance(message, UserMessage) and isinstance(message.content, str):
-            try:
-                return json.loads(message.content)
-            except ValueError:
-                return message.content
+            return message_input(message.content)
     raise InvalidRequest("The request gives the agent no input: send forwardedProps.input, "
                          "a state, or a user message.")
+
+
+def message_input(text: str) -> Any:
+    """A user message as the agent's input: its JSON, read as every JSON surface of the
+    app reads it (``jsontext.loads``: bounded depth, no NaN, no number a float does not
+    spell, no key twice), or its text when it is not JSON. Text that starts as JSON and
+    is refused is refused (``invalid_request``), not passed on as text."""
+    try:
+        return jsontext.loads(text, max_depth=settings.MAX_JSON_DEPTH)
+    except jsontext.TooDeep:
+        raise InvalidRequest("The user message nests JSON deeper than "
+                             f"{settings.MAX_JSON_DEPTH} levels.") from None
+    except ValueError as refused:
+        if text.lstrip().startswith(("{", "[")):
+            raise InvalidRequest(f"The user message is JSON the app does not read: {refused}"
+                                 ) from None
+        return text
 
 
 @dataclass(frozen=True)

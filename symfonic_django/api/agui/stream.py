@@ -3,8 +3,12 @@
 The database is the stream, as for the websocket: the turn's ``TurnEvent`` rows
 are read after the last one sent, every ``POLL_INTERVAL`` while the turn is
 quiet (backing off to ``MAX_POLL_INTERVAL``), mapped by ``mapping.Translator``,
-and sent with the SSE ``id:`` ``<app run id>:<seq>`` of their row. The turn's
-terminal row ends the stream: ``turn.paused`` with ``RUN_FINISHED`` and the
+and sent with the SSE ``id:`` ``<app run id>:<seq>`` of their row. Each read goes
+through ``read``, which gives the connection back after it (to the pool, or
+closed): a stream holds no database connection while it waits, so open streams
+cannot starve the process's other requests. The turn's
+terminal row ends the stream (a failed run's end that a retry followed does not:
+the retried turn's rows come next, translated afresh): ``turn.paused`` with ``RUN_FINISHED`` and the
 interrupts of every pause of the turn, ``turn.completed`` with ``RUN_FINISHED``
 success and the turn's output as ``result``, ``turn.failed`` with ``RUN_ERROR``
 and its code. A quiet turn is kept open with SSE comments.
@@ -20,8 +24,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from ag_ui.core import (
     BaseEvent,
@@ -32,6 +36,7 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 from asgiref.sync import sync_to_async
+from django.db import connection
 
 from ...events import TERMINAL_TYPES, TurnCompleted, TurnFailed, TurnPaused, rows_after
 from ...models import Run, TurnEvent
@@ -40,6 +45,7 @@ from .mapping import Translator, call_events
 from .wire import KEEPALIVE, encode, meta, run_error
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Seconds between two reads of a quiet turn, at first and at most.
 POLL_INTERVAL = 0.25
@@ -48,6 +54,32 @@ MAX_POLL_INTERVAL = 2.0
 KEEPALIVE_SECONDS = 15.0
 #: Rows read per query.
 BATCH = 500
+
+
+def read(query: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """``query`` as an awaitable read that gives its database connection back when done.
+
+    A stream waits between reads for as long as its turn runs (minutes, for a model);
+    holding a connection meanwhile, a few open streams would take the whole pool and
+    starve every other request of the process. So each read closes the connection
+    after it (back to the pool, or closed without one), unless it runs inside a
+    transaction it must not end (a test's). The websocket's reads do the same through
+    Channels' ``database_sync_to_async``.
+    """
+    def and_give_back(*args: Any, **kwargs: Any) -> T:
+        try:
+            return query(*args, **kwargs)
+        finally:
+            if not connection.in_atomic_block:
+                connection.close()
+
+    return sync_to_async(and_give_back)
+
+
+def superseded(row: TurnEvent) -> bool:
+    """Whether the terminal ``row`` was followed by more rows of its run (the run was
+    retried after it failed, and ran again)."""
+    return TurnEvent.objects.filter(run_id=row.run_id, seq__gt=row.seq).exists()
 
 
 async def wait_for_more(run_id: Any, seconds: float) -> None:
@@ -116,16 +148,23 @@ async def follow(app_run_id: Any, *, thread_id: str, run_id: str, after: int = 0
 async def translated(app_run_id: Any, *, thread_id: str, run_id: str, after: int
                      ) -> AsyncIterator[str]:
     """The run's stored rows after ``after``, translated, to the end of the turn."""
-    run = await sync_to_async(Run.objects.get)(pk=app_run_id)
-    translator = Translator(str(run.pk), await sync_to_async(own_calls_resumed_by)(run))
+    run = await read(Run.objects.get)(pk=app_run_id)
+    translator = Translator(str(run.pk), await read(own_calls_resumed_by)(run))
     last, interval, quiet_since = 0, POLL_INTERVAL, time.monotonic()
     while True:
-        rows = await sync_to_async(rows_after)(run.pk, last, BATCH)
+        rows = await read(rows_after)(run.pk, last, BATCH)
         for row in rows:
+            if row.type in TERMINAL_TYPES and await read(superseded)(row):
+                # A run retried after it failed: its old end is not the end of the stream,
+                # the retried turn that follows is (from its turn.started on, afresh).
+                translator = Translator(str(run.pk), await read(
+                    own_calls_resumed_by)(run))
+                last = row.seq
+                continue
             events = translator.events(row)
             terminal = row.type in TERMINAL_TYPES
             if terminal:
-                events += translator.close() + await sync_to_async(ending)(
+                events += translator.close() + await read(ending)(
                     run, row, thread_id=thread_id, run_id=run_id)
             last = row.seq
             if events and (row.seq > after or terminal):
@@ -146,7 +185,7 @@ async def still_interrupted(run: Run, *, thread_id: str, run_id: str) -> AsyncIt
     """The stream of a resume that left the run paused (an approval counted toward a
     quorum that needs more): ``RUN_STARTED``, then the interrupts still pending."""
     yield run_started(thread_id, run_id, str(run.pk))
-    yield encode(await sync_to_async(interrupted)(
+    yield encode(await read(interrupted)(
         run, thread_id=thread_id, run_id=run_id, metadata=meta(appRunId=str(run.pk)),
         pending_only=True))
 

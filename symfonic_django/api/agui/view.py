@@ -17,7 +17,9 @@ interrupted run (``resume.py``); ``forwardedProps.after`` (or
 ``Last-Event-ID``) reconnects to a run's stream after the last event seen;
 anything else is a new input, which starts a run of the caller's scope on the
 thread, unless the thread has pending interrupts (``thread_paused``: the spec's
-"pending blocks input").
+"pending blocks input") or a turn queued or running (``thread_paused`` too: a
+thread takes one input at a time), checked under a lock of the thread so that two
+inputs sent at once cannot both pass.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ag_ui.core import RunAgentInput
+from django.db import transaction
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -33,8 +36,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ... import pg
 from ...exceptions import NotFound, ThreadPaused
-from ...models import Pause, Run
+from ...models import Pause, Run, RunStatus
 from ...scopes import may_read_run, scope_key
 from ..errors import exception_handler
 from ..views.base import SymfonicAPIView
@@ -49,6 +53,18 @@ SSE_EVENT = {"type": "object", "required": ["data"], "properties": {
     "data": {"type": "string", "description": "An AG-UI event, as JSON."},
     "id": {"type": "string", "description": "<app run id>:<seq> of the stored event."},
     "event": {"type": "string"}}}
+
+
+def refuse_if_busy(key: str, thread_id: str) -> None:
+    """``ThreadPaused`` while the thread has pending interrupts (the spec's "pending blocks
+    input") or a turn queued or running: a thread takes one input at a time."""
+    if Pause.objects.pending().filter(scope_key=key, run__thread_id=thread_id).exists():
+        raise ThreadPaused("This thread has pending interrupts: resume them (all at once) "
+                           "before sending new input.")
+    if Run.objects.filter(scope_key=key, thread_id=thread_id,
+                          status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+        raise ThreadPaused("This thread has a turn in progress: wait for its end (reconnect "
+                           "to its stream) before sending new input.")
 
 
 def sse(chunks: AsyncIterator[str]) -> StreamingHttpResponse:
@@ -97,12 +113,14 @@ class AgUiView(SymfonicAPIView):
 
     def started(self, request: Request, given: RunAgentInput, agent: str) -> Any:
         scope = requested_scope(request)
-        if Pause.objects.pending().filter(scope_key=scope_key(scope),
-                                          run__thread_id=given.thread_id).exists():
-            raise ThreadPaused("This thread has pending interrupts: resume them (all at once) "
-                               "before sending new input.")
-        run = start_requested_run(request, agent, agent_input(given), scope=scope,
-                                  thread_id=given.thread_id)
+        key = scope_key(scope)
+        # The check and the new run in one transaction, under a lock of the thread: two
+        # inputs sent at once are one run and one refusal, never two runs on the thread.
+        with transaction.atomic():
+            pg.lock_for_transaction(f"symfonic:thread:{key}:{given.thread_id}")
+            refuse_if_busy(key, given.thread_id)
+            run = start_requested_run(request, agent, agent_input(given), scope=scope,
+                                      thread_id=given.thread_id)
         return sse(stream.follow(run.pk, thread_id=given.thread_id, run_id=given.run_id))
 
     def resumed(self, request: Request, given: RunAgentInput, agent: str) -> Any:
