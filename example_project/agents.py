@@ -44,6 +44,17 @@ REFUND_ARGS_SCHEMA = {
     "additionalProperties": False,
 }
 
+#: The input of the agents that take several refunds at once (``refund_graph``,
+#: ``refund_pydantic``, ``refund_openai``): 1 to 5, each as the plain ``refund`` takes it.
+REFUNDS_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "refunds": {"type": "array", "items": REFUND_ARGS_SCHEMA, "minItems": 1, "maxItems": 5},
+    },
+    "required": ["refunds"],
+    "additionalProperties": False,
+}
+
 #: What a reviewer may do with a proposed refund (``refund_graph``'s too).
 REFUND_DECISIONS = ["approve", "edit", "reject", "respond"]
 

@@ -55,6 +55,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from example_project.agents import (
     REFUND_ARGS_SCHEMA,
     REFUND_DECISIONS,
+    REFUNDS_INPUT_SCHEMA,
     describe_refund,
     record_refund,
 )
@@ -63,15 +64,8 @@ from symfonic_django.agents.langgraph import langgraph_agent
 from symfonic_django.checkpoint import DjangoSaver
 from symfonic_django.turns import current_turn
 
-#: The input: 1 to 5 refunds, each one as the plain refund agent takes it.
-REFUND_GRAPH_INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "refunds": {"type": "array", "items": REFUND_ARGS_SCHEMA, "minItems": 1, "maxItems": 5},
-    },
-    "required": ["refunds"],
-    "additionalProperties": False,
-}
+#: The input: the refunds, as every several-refunds agent of the example takes them.
+REFUND_GRAPH_INPUT_SCHEMA = REFUNDS_INPUT_SCHEMA
 
 
 class RefundDesk(BaseChatModel):

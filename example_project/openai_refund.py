@@ -38,21 +38,14 @@ from agents import Agent, set_tracing_disabled
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from pydantic import Field
 
-from example_project.agents import REFUND_ARGS_SCHEMA, describe_refund, record_refund
+from example_project.agents import REFUNDS_INPUT_SCHEMA, describe_refund, record_refund
 from symfonic_django.agents.openai_agents import fenced_function_tool, openai_agent
 from symfonic_django.turns import current_turn
 
 set_tracing_disabled(True)
 
-#: The input: 1 to 5 refunds, each one as the plain refund agent takes it.
-REFUND_OPENAI_INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "refunds": {"type": "array", "items": REFUND_ARGS_SCHEMA, "minItems": 1, "maxItems": 5},
-    },
-    "required": ["refunds"],
-    "additionalProperties": False,
-}
+#: The input: the refunds, as every several-refunds agent of the example takes them.
+REFUND_OPENAI_INPUT_SCHEMA = REFUNDS_INPUT_SCHEMA
 
 #: Model calls one turn may make: the request's (start) or the confirmation (continuation).
 STEPS = 2

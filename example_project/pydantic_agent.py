@@ -36,19 +36,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 
-from example_project.agents import REFUND_ARGS_SCHEMA, describe_refund, record_refund
+from example_project.agents import REFUNDS_INPUT_SCHEMA, describe_refund, record_refund
 from symfonic_django.agents.pydantic_ai import fenced_tool, pydantic_ai_agent
 from symfonic_django.turns import current_turn
 
-#: The input: 1 to 5 refunds, each one as the plain refund agent takes it (refund_graph's).
-REFUND_PYDANTIC_INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "refunds": {"type": "array", "items": REFUND_ARGS_SCHEMA, "minItems": 1, "maxItems": 5},
-    },
-    "required": ["refunds"],
-    "additionalProperties": False,
-}
+#: The input: the refunds, as every several-refunds agent of the example takes them.
+REFUND_PYDANTIC_INPUT_SCHEMA = REFUNDS_INPUT_SCHEMA
 #: The refund's arguments, as REFUND_ARGS_SCHEMA bounds them: the tool's own schema says so.
 OrderId = Annotated[str, Field(min_length=1, max_length=100)]
 Amount = Annotated[float, Field(gt=0, le=10000, multiple_of=0.01)]

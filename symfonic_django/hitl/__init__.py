@@ -19,7 +19,7 @@ Agent Inbox's older ``HumanInterrupt`` is accepted and converted.
 
 from .answers import validate_proposal, validate_question_answer, validate_response
 from .display import ABSENT, args_changes, call_text, edit_changes, shown
-from .plain_schemas import plain_schema
+from .plain_schemas import plain_schema, tool_args_schema
 from .prompts import (
     DECISION_TYPES,
     action_digest,
@@ -48,6 +48,7 @@ __all__ = [
     "search_text",
     "searchable",
     "shown",
+    "tool_args_schema",
     "validate_proposal",
     "validate_question_answer",
     "validate_response",

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+from ..exceptions import InvalidRequest
+from .schemas import check_schema
+
+log = logging.getLogger(__name__)
 
 #: Keywords that only annotate a schema: merging or dropping them changes no check.
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment"})
@@ -101,3 +107,18 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     if isinstance(merged.get("enum"), list) and None not in merged["enum"]:
         merged["enum"] = [*merged["enum"], None]
     return merged
+
+
+def tool_args_schema(schema: dict[str, Any], tool_name: str, *, left_out: str
+                     ) -> dict[str, Any] | None:
+    """A tool's own argument schema as an approval action's ``args_schema``: made plain
+    for the review form (``plain_schema``) and checked as every proposal's schema is;
+    ``None``, with a warning that says what follows (``left_out``), when the app could
+    not check edits against it. The framework adapters all take their tools' schemas so."""
+    plain = plain_schema(schema)
+    try:
+        check_schema(plain, what=f"The argument schema of tool {tool_name!r}")
+    except InvalidRequest as exc:
+        log.warning("%s It is left out%s.", exc.detail, left_out)
+        return None
+    return plain

@@ -118,3 +118,4 @@ def check_schema(schema: Any, what: str = "answer_schema") -> None:
     """``InvalidRequest``, naming ``what``, unless ``schema`` is valid JSON Schema (or None)."""
     if schema is not None:
         schema_validator(schema, what, InvalidRequest)
+

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from example_project.openai_refund import REFUND_OPENAI_INPUT_SCHEMA, STEPS
+from example_project.openai_refund import STEPS
 from example_project.shop.management.commands.seed_demo import seed_users
 from example_project.shop.models import Refund
 from symfonic_django import pauses
@@ -122,12 +122,6 @@ def test_a_bad_input_is_refused_before_any_run_exists(users, input, violation):
     assert response.status_code == 400 and violation in response.json()["detail"]
     assert not Run.objects.exists() and not TurnEvent.objects.exists()
     assert not AgentState.objects.exists()
-
-
-def test_the_input_schema_is_refund_graphs():
-    from example_project.graph_agent import REFUND_GRAPH_INPUT_SCHEMA
-
-    assert REFUND_OPENAI_INPUT_SCHEMA == REFUND_GRAPH_INPUT_SCHEMA
 
 
 #: The example's settings and checks with the [openai-agents] extra missing.

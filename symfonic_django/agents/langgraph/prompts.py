@@ -37,7 +37,6 @@ from langgraph.types import Interrupt
 from pydantic import BaseModel
 
 from ... import hitl
-from ...exceptions import InvalidRequest
 from ...jsontext import jsonable
 from ...models import PauseKind
 
@@ -208,13 +207,7 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any] | None:
     except Exception as exc:  # noqa: BLE001 - a schema pydantic cannot write must not stop the agent
         log.warning("the argument schema of tool %r is left out: %s", tool.name, exc)
         return None
-    plain = hitl.plain_schema(schema)
-    try:
-        hitl.check_schema(plain, what=f"The argument schema of tool {tool.name!r}")
-    except InvalidRequest as exc:
-        log.warning("%s It is left out: nothing checks its edits.", exc.detail)
-        return None
-    return plain
+    return hitl.tool_args_schema(schema, tool.name, left_out=": nothing checks its edits")
 
 
 def tool_args_schemas(graph: Pregel[Any, Any, Any, Any]) -> dict[str, dict[str, Any]]:

@@ -32,20 +32,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents import FunctionTool, ToolApprovalItem
 
 from ... import hitl
-from ...exceptions import InvalidRequest, ToolCallMismatch
+from ...exceptions import ToolCallMismatch
 from ..recorded import check_call_id
 
 __all__ = ["ALLOWED_DECISIONS", "Describe", "approval_prompt", "call_args", "check_call_ids",
            "pause_key", "tool_args_schema"]
 
-log = logging.getLogger(__name__)
 
 #: What a reviewer may decide on each call: no ``edit`` (module docstring).
 ALLOWED_DECISIONS = ["approve", "reject", "respond"]
@@ -114,10 +112,4 @@ def tool_args_schema(item: ToolApprovalItem) -> dict[str, Any] | None:
                 None)
     if tool is None:
         return None
-    plain = hitl.plain_schema(dict(tool.params_json_schema))
-    try:
-        hitl.check_schema(plain, what=f"The argument schema of tool {tool.name!r}")
-    except InvalidRequest as exc:
-        log.warning("%s It is left out.", exc.detail)
-        return None
-    return plain
+    return hitl.tool_args_schema(dict(tool.params_json_schema), tool.name, left_out="")

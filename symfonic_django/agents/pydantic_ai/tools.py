@@ -40,7 +40,7 @@ from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 
 from ... import hitl
-from ...exceptions import InteractionConfigurationError, InvalidRequest
+from ...exceptions import InteractionConfigurationError
 from ..recorded import partial_call, record_once
 
 __all__ = ["agent_tools", "args_schema", "fenced_tool", "may_edit"]
@@ -155,14 +155,8 @@ def args_schema(tool: ToolsetTool[Any] | None) -> dict[str, Any] | None:
     ``None`` when the tool was not found or its schema is not one the app can check (logged)."""
     if tool is None:
         return None
-    name = tool.tool_def.name
-    plain = hitl.plain_schema(dict(tool.tool_def.parameters_json_schema))
-    try:
-        hitl.check_schema(plain, what=f"The argument schema of tool {name!r}")
-    except InvalidRequest as exc:
-        log.warning("%s It is left out, and no edit is offered for it.", exc.detail)
-        return None
-    return plain
+    return hitl.tool_args_schema(dict(tool.tool_def.parameters_json_schema),
+                                 tool.tool_def.name, left_out=", and no edit is offered for it")
 
 
 def may_edit(tool: ToolsetTool[Any] | None) -> bool:
