@@ -14,12 +14,11 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.conninfo import make_conninfo
 
 from symfonic_django.checkpoint import DjangoSaver
-from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite, Pause, Run, TurnEvent
-from symfonic_django.runs import start_run
+from symfonic_django.models import GraphCheckpoint, GraphCheckpointWrite
 from symfonic_django.scopes import scope_key
 from symfonic_django.threads import checkpoint_thread_id
-from symfonic_django.turns import execute_run
 
+from ..turn_drivers import continue_run, events_of, pauses_of, run_turn, types_of  # noqa: F401
 from .docs_project import project  # noqa: F401  (docs/langgraph.md's project: a fixture)
 from .graphs import AGENTS, CALLS, FAIL_ONCE, questions_graph
 
@@ -32,32 +31,14 @@ def langgraph_agents(settings: Any, tenants: Any) -> None:
     FAIL_ONCE.clear()
 
 
-def run_turn(agent: str, input: Any = None, *, thread_id: str = "", scope: str = "acme",
-             started_by: Any = None) -> Run:
-    """Start a run and drive its first turn in-process, as a worker would."""
-    run = start_run(agent, input if input is not None else {}, scope=scope,
-                    thread_id=thread_id, started_by=started_by, dispatch=False)
-    execute_run(run.pk)
-    run.refresh_from_db()
-    return run
 
 
-def continue_run(run_id: Any) -> Run:
-    """Drive a queued continuation (or a retried run) in-process."""
-    execute_run(run_id)
-    return Run.objects.get(pk=run_id)
 
 
-def pauses_of(run: Run) -> list[Pause]:
-    return list(Pause.objects.filter(run=run).order_by("created_at"))
 
 
-def events_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.type, e.data) for e in TurnEvent.objects.filter(run=run).order_by("seq")]
 
 
-def types_of(run: Run) -> list[str]:
-    return [kind for kind, _ in events_of(run)]
 
 
 def checkpoint_key(thread_id: str, scope: str = "acme") -> str:

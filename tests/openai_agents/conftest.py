@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from symfonic_django import pauses
-from symfonic_django.models import AgentState, Pause, Run, RunStatus, ToolResult, TurnEvent
-from symfonic_django.runs import start_run
+from symfonic_django.models import AgentState, Pause, Run, RunStatus, ToolResult
 from symfonic_django.turns import execute_run
 from tests.testapp.models import Refund
 
+from ..turn_drivers import events_of, run_turn  # noqa: F401
 from . import agents
 
 THREE = {"refunds": [{"order_id": "A-1", "amount": 10}, {"order_id": "B-2", "amount": 19.99},
@@ -30,11 +30,6 @@ def openai_agents(settings: Any, tenants: Any) -> None:
     agents.RAISE_AFTER_WRITE.clear()
 
 
-def run_turn(agent: str, input: Any) -> Run:
-    run = start_run(agent, input, scope="acme", dispatch=False)
-    execute_run(run.pk)
-    run.refresh_from_db()
-    return run
 
 
 def paused(agent: str = "oai_desk", input: Any = None) -> tuple[Run, Pause]:
@@ -51,8 +46,6 @@ def answer(pause: Pause, decisions: list[dict[str, Any]]) -> Run:
     return Run.objects.get(pk=answered.continuation.pk)
 
 
-def events_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.type, e.data) for e in TurnEvent.objects.filter(run=run).order_by("seq")]
 
 
 def rows() -> tuple[Any, ...]:

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from symfonic_django.models import AgentState, Pause, Run, ToolResult, TurnEvent
-from symfonic_django.runs import start_run
-from symfonic_django.turns import execute_run
+from symfonic_django.models import AgentState, Pause, Run, ToolResult
 from tests.testapp.models import Refund
 
+from ..turn_drivers import continue_run, events_of, pauses_of, run_turn, types_of  # noqa: F401
 from . import agents
 
 
@@ -22,30 +21,14 @@ def pydantic_ai_agents(settings: Any, tenants: Any) -> None:
     agents.reset()
 
 
-def run_turn(agent: str, input: Any, *, scope: str = "acme") -> Run:
-    """Start a run and drive its first turn in-process, as a worker would."""
-    run = start_run(agent, input, scope=scope, dispatch=False)
-    execute_run(run.pk)
-    run.refresh_from_db()
-    return run
 
 
-def continue_run(run_id: Any) -> Run:
-    """Drive a queued continuation (or a retried run) in-process."""
-    execute_run(run_id)
-    return Run.objects.get(pk=run_id)
 
 
-def pauses_of(run: Run) -> list[Pause]:
-    return list(Pause.objects.filter(run=run).order_by("created_at"))
 
 
-def events_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.type, e.data) for e in TurnEvent.objects.filter(run=run).order_by("seq")]
 
 
-def types_of(run: Run) -> list[str]:
-    return [kind for kind, _ in events_of(run)]
 
 
 def refunds() -> list[tuple[str, Any]]:
