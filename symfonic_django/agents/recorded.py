@@ -76,10 +76,8 @@ def refuse_recorded_ids(call_ids: Iterable[str]) -> None:
     a record of. With other arguments it could never run (``completed_call`` would refuse
     it after the approval); with the same ones it would replay the first call's result
     and a reviewer would have approved a refund that is never made. Sync; call it before
-    the step pauses."""
+    the step pauses, with ids the adapter has checked (``check_call_id``)."""
     ids = list(call_ids)
-    for call_id in ids:
-        check_call_id(call_id)
     recorded = sorted(ToolResult.objects.filter(
         root_run_id=root_run_of(current_turn()), tool_call_id__in=ids,
     ).values_list("tool_call_id", flat=True))
