@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,10 +23,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import connection, connections
+from django.test import Client
 
 from tests.testapp.models import Membership, Tenant
 from tests.testapp.seed import seed_pause, seed_users
 
+from ..admin_pages import page
 from ..conftest import need
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,3 +211,27 @@ def seed(amounts: list[float]) -> list[dict[str, str]]:
     acme, globex = Tenant.objects.get(slug="acme"), Tenant.objects.get(slug="globex")
     seed_pause(globex, rng, amount=12.5)  # not alice's: never shown to her
     return [seed_pause(acme, rng, amount=amount) for amount in amounts]
+
+
+@contextmanager
+def review_tab(live_server_url: str, pause: Any, username: str = "alice") -> Iterator[Any]:
+    """The review page of ``pause`` in Chromium, as ``username`` (a session made here, its
+    cookie handed to the browser), for tests on Django's ``live_server``. Playwright's sync
+    API runs an event loop in this thread: no database call inside the block."""
+    from playwright.sync_api import sync_playwright
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    session = client.cookies["sessionid"].value
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1100, "height": 900})
+            context.add_cookies([{"name": "sessionid", "value": session,
+                                  "url": live_server_url}])
+            tab = context.new_page()
+            tab.goto(live_server_url + page(pause))
+            yield tab
+        finally:
+            browser.close()

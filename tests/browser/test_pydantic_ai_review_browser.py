@@ -8,16 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
-from django.test import Client
-
 from symfonic_django.models import Decision, RunStatus
 
-from ..admin_pages import page
 from ..conftest import need, snapshot
 from ..pydantic_ai.conftest import pauses_of, run_turn
 from ..pydantic_ai.docs_project import ONE_REFUND, pyd_project  # noqa: F401  (a fixture)
-from .conftest import CHROMIUM, CHROMIUM_ARGS
+from .conftest import CHROMIUM, review_tab
 
 SHOT = "pydantic-ai-review-page.png"
 
@@ -25,42 +21,26 @@ SHOT = "pydantic-ai-review-page.png"
 def test_the_pydantic_ai_agents_review_page_has_an_input_per_argument_and_refuses_a_bad_edit(
         transactional_db, pyd_project, users, live_server, tmp_path: Path):  # noqa: F811
     need(os.path.exists(CHROMIUM), f"no Chromium at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
-
     shots = Path(os.environ.get("SYMFONIC_SHOTS") or tmp_path)
     run = run_turn("refunds", ONE_REFUND)
     [pause] = pauses_of(run)
     before = snapshot(pause)
-    client = Client()
-    client.force_login(get_user_model().objects.get(username="alice"))
-    session = client.cookies["sessionid"].value
-    # Playwright's sync API runs an event loop in this thread: no database call inside.
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                     headless=True)
-        try:
-            context = browser.new_context(viewport={"width": 1100, "height": 900})
-            context.add_cookies([{"name": "sessionid", "value": session,
-                                  "url": live_server.url}])
-            tab = context.new_page()
-            tab.goto(live_server.url + page(pause))
-            amount = tab.locator('input[name="args_0.amount"]')
-            assert amount.get_attribute("type") == "number"
-            assert amount.get_attribute("max") == "500"
-            assert tab.locator('input[name="args_0.order_id"]').get_attribute("maxlength") == "40"
-            assert tab.locator(".symfonic-description").first.inner_text() == (
-                "refund(order_id=A-1, amount=10)")
-            tab.locator('input[name="decision_0"][value="edit"]').check()
-            amount.fill("50")
-            tab.screenshot(path=str(shots / SHOT), full_page=True)
+    with review_tab(live_server.url, pause) as tab:
+        amount = tab.locator('input[name="args_0.amount"]')
+        assert amount.get_attribute("type") == "number"
+        assert amount.get_attribute("max") == "500"
+        assert tab.locator('input[name="args_0.order_id"]').get_attribute("maxlength") == "40"
+        assert tab.locator(".symfonic-description").first.inner_text() == (
+            "refund(order_id=A-1, amount=10)")
+        tab.locator('input[name="decision_0"][value="edit"]').check()
+        amount.fill("50")
+        tab.screenshot(path=str(shots / SHOT), full_page=True)
 
-            amount.fill("-5")
-            tab.locator('input[name="_answer"]').click()
-            tab.wait_for_load_state()
-            assert "The answer was not sent" in tab.content()
-            assert tab.locator('input[name="args_0.amount"]').input_value() == "-5"
-        finally:
-            browser.close()
+        amount.fill("-5")
+        tab.locator('input[name="_answer"]').click()
+        tab.wait_for_load_state()
+        assert "The answer was not sent" in tab.content()
+        assert tab.locator('input[name="args_0.amount"]').input_value() == "-5"
     assert snapshot(pause) == before and not Decision.objects.filter(pause=pause).exists()
     run.refresh_from_db()
     assert run.status == RunStatus.PAUSED
